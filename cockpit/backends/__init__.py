@@ -1,0 +1,1 @@
+"""Where cluster data comes from. See base.py for the Protocols."""

@@ -1,0 +1,264 @@
+"""Frozen dataclasses: Node, Partition, Job, Topology, ClusterSnapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Base node states after normalisation (lower case, Slurm's words).
+NODE_BASE_STATES = frozenset(
+    {"idle", "allocated", "mixed", "down", "error", "future", "unknown", "completing"}
+)
+# Flags we keep (lower case). "drain" is the admin flag; "drained"/"draining"
+# are derived display states (Slurm: DRAIN+IDLE = drained, DRAIN+ALLOC/MIXED = draining).
+NODE_FLAGS = frozenset(
+    {
+        "drain",
+        "not_responding",
+        "reboot_requested",
+        "reboot_issued",
+        "maint",
+        "reserved",
+        "completing",
+        "fail",
+        "power_down",
+        "powered_down",
+        "powering_up",
+        "powering_down",
+        "planned",
+        "invalid",
+        "invalid_reg",
+        "cloud",
+        "dynamic_norm",
+        "blocked",
+        "resume",
+        "undrain",
+        "power_save",
+        "perfctrs",
+    }
+)
+
+JOB_STATES = frozenset(
+    {
+        "PENDING",
+        "RUNNING",
+        "SUSPENDED",
+        "COMPLETING",
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+        "REQUEUED",
+        "RESIZING",
+        "REVOKED",
+        "SIGNALING",
+        "SPECIAL_EXIT",
+        "STAGE_OUT",
+        "STOPPED",
+        "CONFIGURING",
+        "UNKNOWN",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuGroup:
+    """GPUs of one type on one node: ``gpu:h100:8`` with indexes 0-2 in use."""
+
+    type: str | None
+    count: int
+    alloc_indexes: tuple[int, ...] = ()
+
+    @property
+    def alloc_count(self) -> int:
+        return len(self.alloc_indexes)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    state: str  # one of NODE_BASE_STATES
+    flags: frozenset[str] = frozenset()
+    reason: str | None = None
+    reason_user: str | None = None
+    reason_time: int | None = None
+    cpus: int = 0
+    alloc_cpus: int = 0
+    memory_mb: int = 0
+    alloc_memory_mb: int = 0
+    partitions: tuple[str, ...] = ()
+    gpus: tuple[GpuGroup, ...] = ()
+    address: str | None = None
+    features: tuple[str, ...] = ()
+    boot_time: int | None = None
+
+    @property
+    def gpu_total(self) -> int:
+        return sum(g.count for g in self.gpus)
+
+    @property
+    def gpu_alloc(self) -> int:
+        return sum(g.alloc_count for g in self.gpus)
+
+    @property
+    def display_state(self) -> str:
+        """The word an operator expects: drained, draining, down, idle ..."""
+        if self.state == "down":
+            return "down"
+        if "drain" in self.flags:
+            return "draining" if self.state in ("allocated", "mixed", "completing") else "drained"
+        return self.state
+
+    @property
+    def is_unavailable(self) -> bool:
+        return self.state in ("down", "error", "future") or "drain" in self.flags
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    name: str
+    nodes: tuple[str, ...] = ()
+    state: str = "UP"
+    is_default: bool = False
+    max_time: int | None = None  # minutes, None = unlimited
+    total_cpus: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobGpus:
+    """GPUs a job holds on one node (from ``gres_detail``/``GRES=...(IDX:..)``)."""
+
+    node: str
+    type: str | None
+    count: int
+    indexes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    job_id: int
+    name: str = ""
+    user: str = ""
+    account: str = ""
+    partition: str = ""
+    state: str = "UNKNOWN"  # primary state, one of JOB_STATES
+    state_flags: frozenset[str] = frozenset()  # e.g. {"REQUEUED"} next to PENDING
+    reason: str = ""
+    nodes: tuple[str, ...] = ()
+    node_count: int = 0
+    gpus: tuple[JobGpus, ...] = ()  # allocated, per node
+    gpus_per_node: int = 0  # requested (tres_per_node), for pending jobs too
+    gpu_type: str | None = None
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    array_task_string: str | None = None  # pending array remainder, e.g. "3-10%2"
+    het_job_id: int | None = None
+    het_job_offset: int | None = None
+    submit_time: int | None = None
+    start_time: int | None = None
+    end_time: int | None = None
+    time_limit: int | None = None  # minutes, None = unlimited
+    command: str = ""
+    work_dir: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    cpus: int = 0
+    held: bool = False
+
+    @property
+    def gpu_count(self) -> int:
+        alloc = sum(g.count for g in self.gpus)
+        return alloc or self.gpus_per_node * max(self.node_count, 1 if self.gpus_per_node else 0)
+
+    @property
+    def display_id(self) -> str:
+        """``123_4`` for array tasks, ``123+1`` for het components, else ``123``."""
+        if self.array_job_id is not None and self.array_task_id is not None:
+            return f"{self.array_job_id}_{self.array_task_id}"
+        if self.array_job_id is not None and self.array_task_string:
+            return f"{self.array_job_id}_[{self.array_task_string}]"
+        if self.het_job_id is not None and self.het_job_offset is not None:
+            return f"{self.het_job_id}+{self.het_job_offset}"
+        return str(self.job_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    name: str
+    level: int = 0
+    nodes: tuple[str, ...] = ()  # direct nodes (leaf switches)
+    switches: tuple[str, ...] = ()  # child switches
+    link_speed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    name: str
+    nodes: tuple[str, ...] = ()
+    index: int | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """Slurm's network topology: ``tree`` (switches), ``block`` (blocks) or ``none``."""
+
+    kind: str = "none"
+    switches: tuple[Switch, ...] = ()
+    blocks: tuple[Block, ...] = ()
+
+    def leaf_of(self, node: str) -> str | None:
+        """The leaf switch (tree) or block (block) that holds ``node``."""
+        for blk in self.blocks:
+            if node in blk.nodes:
+                return blk.name
+        for sw in self.switches:
+            if node in sw.nodes:
+                return sw.name
+        return None
+
+    def parent_of(self, switch: str) -> str | None:
+        for sw in self.switches:
+            if switch in sw.switches:
+                return sw.name
+        return None
+
+    def path(self, node: str) -> tuple[str, ...]:
+        """Switches from the node's leaf up to the top: ``('leaf1', 'spine')``."""
+        out: list[str] = []
+        cur = self.leaf_of(node)
+        while cur is not None and cur not in out:
+            out.append(cur)
+            cur = self.parent_of(cur)
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    nodes: tuple[Node, ...] = ()
+    partitions: tuple[Partition, ...] = ()
+    jobs: tuple[Job, ...] = ()
+    topology: Topology = field(default_factory=Topology)
+    fetched_at: float = 0.0
+    source: str = ""
+    slurm_version: str = ""
+    errors: tuple[str, ...] = ()
+    simulated: bool = False
+
+    def node(self, name: str) -> Node | None:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        return None
+
+    def job(self, job_id: int) -> Job | None:
+        for j in self.jobs:
+            if j.job_id == job_id:
+                return j
+        return None

@@ -1,0 +1,1 @@
+"""Plugin API and loader. Bundled plugins live in ../plugins as their own packages."""
