@@ -1,0 +1,197 @@
+"""TOML config: discovery, strict validation, frozen dataclasses.
+
+Search order: ``--config``, ``$COCKPIT_CONFIG``, ``$XDG_CONFIG_HOME/cockpit/config.toml``,
+``/etc/cockpit/config.toml``; none found means defaults. Every field has a
+docstring-like ``doc`` in its metadata; ``config.example.toml`` shows each key
+with its default (a test keeps the two in step). Errors name the file and key.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import MISSING, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from cockpit.errors import ConfigError
+from cockpit.paths import config_home
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+SYSTEM_CONFIG = Path("/etc/cockpit/config.toml")
+
+
+def _f(default: Any, doc: str):
+    return field(default=default, metadata={"doc": doc})
+
+
+@dataclass(frozen=True)
+class General:
+    backend: str = _f("auto", "Data source: auto, slurm-cli, pyslurm or demo. auto picks pyslurm only where it imports and matches the cluster's Slurm version.")
+    read_only: bool = _f(False, "Refuse every action (jobs, nodes, plugins). --read-only sets it too.")
+    audit_log: str = _f("", "JSON Lines audit file; empty = $XDG_STATE_HOME/cockpit/audit.jsonl.")
+    host: str = _f("", "Run Slurm commands on this host over SSH (a login node); empty = locally.")
+    command_timeout: float = _f(30.0, "Seconds before a Slurm command is given up.")
+    slurm_bin_dir: str = _f("", "Directory holding squeue/sinfo/scontrol; empty = PATH.")
+
+
+@dataclass(frozen=True)
+class Refresh:
+    nodes: float = _f(5.0, "Seconds between node refreshes (raised to 5x the last fetch's duration).")
+    jobs: float = _f(5.0, "Seconds between job refreshes (adaptive as above).")
+    partitions: float = _f(30.0, "Seconds between partition refreshes.")
+    topology: float = _f(300.0, "Seconds between topology refreshes.")
+    telemetry: float = _f(15.0, "Seconds between GPU telemetry polls of the nodes in view.")
+
+
+@dataclass(frozen=True)
+class Ssh:
+    config_file: str = _f("~/.ssh/config", "OpenSSH client config to read (Host, HostName, User, Port, IdentityFile, ProxyJump).")
+    known_hosts: str = _f("~/.ssh/known_hosts", "known_hosts file used for host key checking.")
+    strict_host_key_checking: bool = _f(True, "Refuse unknown or changed host keys. Setting false is visible in the header and logged.")
+    connect_timeout: float = _f(10.0, "Seconds to wait for an SSH connection.")
+    command_timeout: float = _f(30.0, "Seconds to wait for a remote command.")
+    keepalive_interval: float = _f(15.0, "Seconds between SSH keepalives.")
+    fanout_window: int = _f(64, "Concurrent SSH sessions during fan-out.")
+    jump_host: str = _f("", "Reach compute nodes through this host (ProxyJump); empty = direct or as ssh config says.")
+    user: str = _f("", "Remote user; empty = ssh config or the local user.")
+
+
+@dataclass(frozen=True)
+class Tui:
+    theme: str = _f("textual-dark", "Textual theme name.")
+    max_cell_width: int = _f(40, "Cluster strings longer than this are cut with an ellipsis in tables.")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    host: str = _f("", "Login node to run Slurm commands on (SSH).")
+    backend: str = _f("auto", "Backend for this cluster.")
+    jump_host: str = _f("", "Jump host to reach this cluster's compute nodes.")
+
+
+SECTIONS = {"general": General, "refresh": Refresh, "ssh": Ssh, "tui": Tui}
+BACKENDS = ("auto", "slurm-cli", "pyslurm", "demo")
+
+
+@dataclass(frozen=True)
+class Config:
+    general: General = field(default_factory=General)
+    refresh: Refresh = field(default_factory=Refresh)
+    ssh: Ssh = field(default_factory=Ssh)
+    tui: Tui = field(default_factory=Tui)
+    clusters: dict[str, Cluster] = field(default_factory=dict)
+    plugins: dict[str, dict[str, Any]] = field(default_factory=dict)
+    path: str | None = None  # the file it came from, None for defaults
+
+
+def find_config_file(explicit: str | None = None) -> Path | None:
+    """The first config file in the search order; an explicit path must exist."""
+    if explicit:
+        p = Path(explicit).expanduser()
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {explicit}")
+        return p
+    env = os.environ.get("COCKPIT_CONFIG")
+    if env:
+        p = Path(env).expanduser()
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {env} (from $COCKPIT_CONFIG)")
+        return p
+    for p in (config_home() / "config.toml", SYSTEM_CONFIG):
+        if p.is_file():
+            return p
+    return None
+
+
+def _check_type(where: str, key: str, value: Any, default: Any) -> Any:
+    want = type(default)
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, want) or (want is not bool and isinstance(value, bool)):
+        raise ConfigError(f"{where}: key {key!r} must be {want.__name__}, got {value!r}")
+    if want in (int, float) and value < 0:
+        raise ConfigError(f"{where}: key {key!r} must not be negative, got {value!r}")
+    return value
+
+
+def _section(where: str, name: str, cls: type, raw: Any):
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: [{name}] must be a table")
+    known = {f.name: f for f in fields(cls)}
+    vals = {}
+    for key, value in raw.items():
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key {name}.{key} (known: {', '.join(sorted(known))})")
+        default = known[key].default
+        assert default is not MISSING
+        vals[key] = _check_type(where, f"{name}.{key}", value, default)
+    return cls(**vals)
+
+
+def parse_config(text: str, where: str = "<config>") -> Config:
+    """Validate TOML text into a Config. Raises ConfigError naming file and key."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+    kw: dict[str, Any] = {"path": where}
+    for key, value in raw.items():
+        if key in SECTIONS:
+            kw[key] = _section(where, key, SECTIONS[key], value)
+        elif key == "clusters":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: [clusters] must hold tables like [clusters.NAME]")
+            kw["clusters"] = {n: _section(where, f"clusters.{n}", Cluster, v) for n, v in value.items()}
+        elif key == "plugins":
+            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+                raise ConfigError(f"{where}: [plugins] must hold tables like [plugins.NAME]")
+            kw["plugins"] = value
+        else:
+            raise ConfigError(f"{where}: unknown section [{key}] (known: {', '.join([*SECTIONS, 'clusters', 'plugins'])})")
+    cfg = Config(**kw)
+    for name, cl in [("general.backend", cfg.general.backend)] + [
+        (f"clusters.{n}.backend", c.backend) for n, c in cfg.clusters.items()
+    ]:
+        if cl not in BACKENDS:
+            raise ConfigError(f"{where}: key {name!r} must be one of {', '.join(BACKENDS)}, got {cl!r}")
+    return cfg
+
+
+def load_config(explicit: str | None = None) -> Config:
+    """Find and load the config; defaults when there is none."""
+    path = find_config_file(explicit)
+    if path is None:
+        return Config()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    return parse_config(text, str(path))
+
+
+def plugin_config(cfg: Config, plugin) -> dict[str, Any]:
+    """The [plugins.NAME] table of ``plugin`` with defaults applied, strictly checked."""
+    raw = dict(cfg.plugins.get(plugin.name, {}))
+    where = cfg.path or "<config>"
+    out = {}
+    for key, spec in plugin.config.items():
+        out[key] = spec.default
+    for key, value in raw.items():
+        if key not in plugin.config:
+            raise ConfigError(f"{where}: unknown key plugins.{plugin.name}.{key} (known: {', '.join(sorted(plugin.config)) or 'none'})")
+        spec = plugin.config[key]
+        if not isinstance(value, spec.type) or (isinstance(value, bool) and spec.type in (int, float)):
+            raise ConfigError(f"{where}: key 'plugins.{plugin.name}.{key}' has the wrong type: {value!r}")
+        out[key] = value
+    return out
+
+
+def with_overrides(cfg: Config, **general: Any) -> Config:
+    """Apply command-line overrides (None values are ignored) to [general]."""
+    changes = {k: v for k, v in general.items() if v is not None}
+    return replace(cfg, general=replace(cfg.general, **changes)) if changes else cfg

@@ -1,0 +1,1 @@
+"""Logic with no Textual: session building, poller, actions (+ audit), checks."""

@@ -1,0 +1,67 @@
+"""Build what every command and the TUI need from the config and the flags:
+the Runner for Slurm commands (local or SSH), the Backend, read-only state."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any
+
+from cockpit.config import Config, load_config, with_overrides
+from cockpit.errors import ConfigError
+
+
+@dataclass
+class Session:
+    config: Config
+    backend: Any
+    runner: Any
+    read_only: bool
+    backend_reason: str = ""  # why this backend was chosen (doctor prints it)
+    notes: list[str] = field(default_factory=list)
+
+    async def close(self) -> None:
+        await self.backend.close()
+        close = getattr(self.runner, "close", None)
+        if close is not None:
+            await close()
+
+
+def _cluster_overrides(cfg: Config, name: str | None) -> Config:
+    if not name:
+        return cfg
+    if name not in cfg.clusters:
+        known = ", ".join(sorted(cfg.clusters)) or "none configured"
+        raise ConfigError(f"unknown cluster {name!r} (known: {known})")
+    c = cfg.clusters[name]
+    return with_overrides(cfg, host=c.host or None, backend=c.backend if c.backend != "auto" else None)
+
+
+def make_runner(cfg: Config):
+    """Local subprocess runner, or an SSH runner when a host is configured."""
+    if cfg.general.host:
+        from cockpit.remote.runner import make_ssh_runner
+
+        return make_ssh_runner(cfg, cfg.general.host)
+    from cockpit.backends.local import LocalRunner
+
+    return LocalRunner(default_timeout=cfg.general.command_timeout)
+
+
+async def open_session(args: argparse.Namespace) -> Session:
+    """Config + flags -> Session. Raises ConfigError/BackendError with one-line messages."""
+    cfg = load_config(getattr(args, "config", None))
+    cfg = _cluster_overrides(cfg, getattr(args, "cluster", None))
+    backend_flag = "demo" if getattr(args, "demo", False) else getattr(args, "backend", None)
+    cfg = with_overrides(
+        cfg,
+        host=getattr(args, "host", None),
+        backend=backend_flag,
+        read_only=True if getattr(args, "read_only", False) else None,
+    )
+    replay = getattr(args, "replay", None)
+    from cockpit.backends.select import choose_backend
+
+    runner = None if (cfg.general.backend == "demo" or replay) else make_runner(cfg)
+    backend, reason = await choose_backend(cfg, runner, replay_dir=replay)
+    return Session(cfg, backend, runner, cfg.general.read_only, reason)
