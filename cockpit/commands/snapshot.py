@@ -1,0 +1,63 @@
+"""``cockpit snapshot``: one fetch, printed as JSON (stable schema) or tables."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from cockpit.errors import EXIT_OK, UsageError
+
+FORMATS = ("json", "table")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("snapshot", help="print the cluster once (json or table)")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--partition", metavar="P", help="only nodes and jobs of partition P")
+    p.add_argument("--state", metavar="S", help="only nodes/jobs in state S (idle, drained, running, pending ...)")
+    p.set_defaults(func=run)
+
+
+def _node_matches(node, state: str) -> bool:
+    s = state.lower()
+    return s in (node.state, node.display_state) or s in node.flags
+
+
+def _job_matches(job, state: str) -> bool:
+    s = state.upper()
+    return s == job.state or s in job.state_flags
+
+
+def filter_snapshot(snap, partition: str | None, state: str | None):
+    """Keep the nodes/jobs that match; raises UsageError for an unknown partition."""
+    from dataclasses import replace
+
+    nodes, jobs, parts = snap.nodes, snap.jobs, snap.partitions
+    if partition:
+        names = {p.name for p in parts} | {p for n in nodes for p in n.partitions}
+        if partition not in names:
+            raise UsageError(f"unknown partition {partition!r} (known: {', '.join(sorted(names)) or 'none'})")
+        nodes = tuple(n for n in nodes if partition in n.partitions)
+        jobs = tuple(j for j in jobs if partition in j.partition.split(","))
+        parts = tuple(p for p in parts if p.name == partition)
+    if state:
+        nodes = tuple(n for n in nodes if _node_matches(n, state))
+        jobs = tuple(j for j in jobs if _job_matches(j, state))
+    return replace(snap, nodes=nodes, jobs=jobs, partitions=parts)
+
+
+async def run(args, session) -> int:
+    snap = await session.backend.snapshot()
+    snap = filter_snapshot(snap, args.partition, args.state)
+    if args.format == "json":
+        from cockpit.models.serialize import snapshot_to_dict
+
+        json.dump(snapshot_to_dict(snap), sys.stdout, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        from cockpit.commands._tables import print_snapshot
+
+        print_snapshot(snap)
+    for err in snap.errors:
+        print(f"cockpit: warning: {err}", file=sys.stderr)
+    return EXIT_OK
