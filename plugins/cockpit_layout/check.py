@@ -1,0 +1,198 @@
+"""``cockpit check layout``: the headless check and the TUI's entry point.
+
+Gathers the inputs (job or plan from the backend, config files, flags), runs
+the pure rules in :mod:`cockpit_layout.rules` and packs a CheckResult whose
+``data`` the layout screen draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cockpit.errors import BackendError, ParseError, UsageError
+from cockpit.hostlist import expand
+from cockpit.models import Topology
+from cockpit.plugins.api import CheckContext, CheckResult, Severity, worst
+
+from .alloc import NodeAlloc, fabric_from_topology, from_job, parse_topo_m, planned_count, planned_nodes, with_virtual_leaf
+from .layout import layout_to_dict
+from .rules import Plan, Report, analyze
+from .spec import LayoutSpec, merge, parse_deepspeed_config, parse_megatron_args, parse_params
+
+
+def _pos(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    return value
+
+
+class LayoutCheck:
+    name = "layout"
+    description = "Validate a TP/PP/DP/CP/EP job layout against GPUs, NVLink and the switch topology"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        src = parser.add_argument_group("allocation")
+        src.add_argument("--job", help="a running or pending job id")
+        src.add_argument("--nodes", help="planned nodes: a hostlist (node[01-08]) or a count")
+        src.add_argument("--gpus-per-node", type=_pos, help="GPUs per node (default: from Slurm)")
+        src.add_argument("--partition", help="partition for a planned count and for fixes")
+        par = parser.add_argument_group("parallel config")
+        for axis in ("tp", "pp", "dp", "cp", "ep", "etp"):
+            par.add_argument(f"--{axis}", type=_pos, help=f"{axis.upper()} size")
+        par.add_argument("--deepspeed", metavar="CFG.JSON", help="DeepSpeed JSON config")
+        par.add_argument("--megatron-args", metavar="ARGS", help="Megatron-LM argument line (quoted)")
+        par.add_argument("--order", help="rank order, fastest first (default tp-cp-ep-dp-pp)")
+        par.add_argument("--distribution", default="block", help="srun task distribution: block|cyclic")
+        par.add_argument("--switches", type=_pos, help="the --switches the job asks for")
+        par.add_argument("--segment", type=_pos, help="the --segment the job asks for (block topology)")
+        mod = parser.add_argument_group("model facts")
+        mod.add_argument("--params", help="parameter count, e.g. 70B")
+        for flag in ("layers", "heads", "hidden", "seq-length", "micro-batch", "global-batch"):
+            mod.add_argument(f"--{flag}", type=_pos)
+        mod.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3))
+        hw = parser.add_argument_group("hardware")
+        hw.add_argument("--topo-m", metavar="FILE", help="recorded `nvidia-smi topo -m` of one node")
+        hw.add_argument("--nvlink-domain-size", type=_pos, help="GPUs per NVLink domain")
+        hw.add_argument("--gpu-memory-gib", type=float, help="memory per GPU (default 80)")
+
+    async def run(self, ctx: CheckContext, args: argparse.Namespace) -> CheckResult:
+        """Run the check. Raises UsageError/ParseError for bad input, BackendError
+        when the job or nodes cannot be fetched."""
+        spec, deepspeed = read_spec(args)
+        nodes, partition, pending = await read_allocation(ctx, args)
+        topo = await _topology(ctx)
+        plan = build_plan(ctx.config, args, spec, deepspeed, nodes, topo)
+        plan = await _with_usable(ctx, plan, partition)
+        report = analyze(plan)
+        return to_result(report, plan, pending)
+
+
+def read_spec(args: argparse.Namespace) -> tuple[LayoutSpec, bool]:
+    """Merge flags, Megatron args and the DeepSpeed file. Raises UsageError on conflicts."""
+    flags = LayoutSpec(
+        tp=args.tp, pp=args.pp, dp=args.dp, cp=args.cp, ep=args.ep, etp=args.etp, order=args.order,
+        layers=args.layers, heads=args.heads, hidden=args.hidden, seq_length=args.seq_length,
+        micro_batch=args.micro_batch, global_batch=args.global_batch, zero_stage=args.zero_stage,
+        params=parse_params(args.params) if args.params else None,
+    )
+    parts = [("flags", flags)]
+    if args.megatron_args:
+        parts.append(("--megatron-args", parse_megatron_args(args.megatron_args)))
+    if args.deepspeed:
+        parts.append((args.deepspeed, parse_deepspeed_config(_read_json(args.deepspeed), args.deepspeed)))
+    return merge(*parts), bool(args.deepspeed)
+
+
+def _read_json(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ParseError(path, str(exc)) from None
+
+
+async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[list[NodeAlloc], str | None, bool]:
+    """(nodes, partition, pending) from --job or --nodes. Raises UsageError."""
+    if bool(args.job) == bool(args.nodes):
+        raise UsageError("give exactly one of --job ID or --nodes HOSTLIST|COUNT")
+    if args.job:
+        jobs = await ctx.backend.fetch_jobs()
+        job = next((j for j in jobs if args.job in (str(j.job_id), j.display_id)), None)
+        if job is None:
+            raise UsageError(f"job {args.job} not found in the queue")
+        if args.gpus_per_node and not job.gpus:
+            job = _with_gpn(job, args.gpus_per_node)
+        return from_job(job), args.partition or job.partition, not job.gpus
+    if args.nodes.isdigit():
+        gpn = args.gpus_per_node or await _partition_gpus(ctx, args.partition)
+        return planned_count(int(args.nodes), gpn), args.partition, True
+    names = expand(args.nodes)
+    if args.gpus_per_node:
+        return planned_nodes(names, args.gpus_per_node), args.partition, False
+    known = {n.name: n.gpu_total for n in await ctx.backend.fetch_nodes()}
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise UsageError(f"node {missing[0]} is not known to Slurm (give --gpus-per-node to plan anyway)")
+    return planned_nodes(names, known), args.partition, False
+
+
+def _with_gpn(job, gpn: int):
+    from dataclasses import replace
+
+    return replace(job, gpus_per_node=gpn)
+
+
+async def _partition_gpus(ctx: CheckContext, partition: str | None) -> int:
+    for n in await ctx.backend.fetch_nodes():
+        if n.gpu_total and (partition is None or partition in n.partitions):
+            return n.gpu_total
+    raise UsageError(f"no GPU nodes in partition {partition or '(any)'}: give --gpus-per-node")
+
+
+async def _topology(ctx: CheckContext) -> Topology:
+    try:
+        return await ctx.backend.fetch_topology()
+    except BackendError:
+        return Topology()  # the rules that need switches then stay silent
+
+
+def build_plan(config: Mapping[str, Any], args, spec: LayoutSpec, deepspeed: bool, nodes, topo: Topology) -> Plan:
+    """Combine inputs and this plugin's config into a Plan. Raises UsageError/ParseError."""
+    domains = None
+    if args.topo_m:
+        try:
+            domains = parse_topo_m(Path(args.topo_m).read_text(encoding="utf-8", errors="replace"))
+        except OSError as exc:
+            raise UsageError(f"cannot read --topo-m {args.topo_m}: {exc.strerror}") from None
+    size = args.nvlink_domain_size or config.get("nvlink_domain_size") or None
+    fabric = fabric_from_topology(topo, domains, size, bool(config.get("nvlink_spans_block", False)))
+    if nodes and nodes[0].placeholder and args.switches == 1:
+        fabric = with_virtual_leaf(fabric, nodes)
+    mem = args.gpu_memory_gib or float(config.get("gpu_memory_gib", 80.0))
+    return Plan(tuple(nodes), spec, fabric, args.distribution, deepspeed, args.switches, args.segment, mem)
+
+
+async def _with_usable(ctx: CheckContext, plan: Plan, partition: str | None) -> Plan:
+    """Nodes a fix may move the job to: up, not drained, in the partition."""
+    from dataclasses import replace
+
+    try:
+        nodes = await ctx.backend.fetch_nodes()
+    except BackendError:
+        return plan
+    usable = frozenset(
+        n.name for n in nodes if not n.is_unavailable and (partition is None or partition in n.partitions)
+    )
+    return replace(plan, usable=usable)
+
+
+def to_result(report: Report, plan: Plan, pending: bool) -> CheckResult:
+    sev = worst(report.findings)
+    s = report.sizes
+    head = f"{s.label()} on {s.world} GPUs" if s else f"{sum(len(n.gpus) for n in plan.nodes)} GPUs"
+    crit = sum(1 for f in report.findings if f.severity == Severity.CRIT)
+    warn = sum(1 for f in report.findings if f.severity == Severity.WARN)
+    summary = f"{head}: " + (f"{crit} CRIT, {warn} WARN" if report.findings else "layout OK")
+    data: dict[str, Any] = {
+        "layout": layout_to_dict(report.layout) if report.layout else None,
+        "preview": None,
+        "memory": report.memory.to_dict() if report.memory else None,
+        "topology": {
+            "kind": plan.fabric.kind,
+            "leaves": {leaf: plan.fabric.top(leaf) for leaf in dict.fromkeys(plan.fabric.leaf.get(n.name) for n in plan.nodes) if leaf},
+        },
+        "nodes": [{"name": n.name, "gpus": list(n.gpus), "leaf": plan.fabric.leaf.get(n.name)} for n in plan.nodes],
+        "planned": pending,
+    }
+    if report.preview is not None:
+        data["preview"] = {**layout_to_dict(report.preview), "changes": list(report.preview_changes)}
+    return CheckResult("layout", sev, summary, tuple(report.findings), data)
