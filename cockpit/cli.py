@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -73,6 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug: still one line, the traceback on request
+        if os.environ.get("COCKPIT_DEBUG"):
+            raise
+        print(f"cockpit: internal error: {type(exc).__name__}: {exc} (set COCKPIT_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 70
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,7 +6,8 @@ richest source and fall back by capability, not by version number:
 * nodes: ``scontrol show node --json`` (23.02+: per-node GPU indexes in
   ``gres_used``), else ``sinfo --json`` (22.05: a flat node list, same fields);
 * jobs: ``squeue --json`` (all versions; ``gres_detail`` gives GPU indexes);
-* partitions: ``scontrol show partition --json``, else ``sinfo --json``;
+* partitions: ``scontrol show partition --json``, else its text form (22.05's
+  ``sinfo --json`` has no partitions);
 * topology: ``scontrol show topology`` (text in every version).
 
 Each fetch is one controller RPC per resource kind. The raw outputs go through
@@ -16,11 +17,14 @@ Each fetch is one controller RPC per resource kind. The raw outputs go through
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Callable
 
 from cockpit.backends import slurm_json, slurm_text
+from cockpit.backends.slurm_json_common import slurm_errors
+from cockpit.backends.slurm_text_partitions import parse_partitions_text
 from cockpit.errors import BackendError, CommandFailed, ParseError
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 
@@ -31,6 +35,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "scontrol-nodes.json": ("scontrol", "show", "node", "--json"),
     "sinfo.json": ("sinfo", "--json"),
     "scontrol-partitions.json": ("scontrol", "show", "partition", "--json"),
+    "scontrol-partitions.txt": ("scontrol", "show", "partition"),
     "topology.txt": ("scontrol", "show", "topology"),
 }
 
@@ -62,6 +67,7 @@ class SlurmCliBackend:
         self._node_source: str | None = None  # decided on first fetch
         self._partition_source: str | None = None
         self.warnings: list[str] = []
+        self._stderr: dict[str, str] = {}
 
     # -- plumbing -----------------------------------------------------------
     def _argv(self, key: str) -> list[str]:
@@ -73,48 +79,73 @@ class SlurmCliBackend:
     async def _fetch(self, key: str) -> bytes:
         """Run the command recorded under ``key``; raise CommandFailed on non-zero exit."""
         argv = self._argv(key)
+        del self.warnings[:-100]  # the poller calls fetch_* forever; keep this bounded
         res = await self.runner.run(argv, timeout=self.timeout)
         if res.returncode != 0:
             raise CommandFailed(argv, res.returncode, res.err_text())
         if self.on_output is not None:
             self.on_output(key, res.stdout)
+        self._stderr[key] = res.err_text()
         return res.stdout
+
+    def _empty_because_of_error(self, key: str, raw: bytes, parsed) -> None:
+        """Slurm's JSON commands exit 0 with an empty list and an ``errors`` entry
+        when the controller is unreachable: that is a failure, not an empty cluster.
+        Raises BackendError naming Slurm's words."""
+        if parsed:
+            return
+        try:
+            errs = slurm_errors(json.loads(raw))
+        except (ValueError, TypeError, AttributeError):
+            return
+        if errs:
+            said = self._stderr.get(key, "").strip().splitlines()
+            detail = said[-1] if said else errs[0]
+            raise BackendError(f"{COMMANDS[key][0]}: {detail}")
 
     # -- Backend protocol ---------------------------------------------------
     async def version(self) -> str:
         if self._version is None:
             out = (await self._fetch("version.txt")).decode("utf-8", "replace")
-            self._version = slurm_text.parse_version(out)
+            self._version = slurm_json.parse_version(out)
         return self._version
 
     async def fetch_jobs(self) -> tuple[Job, ...]:
-        return slurm_json.parse_squeue(await self._fetch("squeue.json"))
+        raw = await self._fetch("squeue.json")
+        jobs = slurm_json.parse_squeue(raw, warnings=self.warnings)
+        self._empty_because_of_error("squeue.json", raw, jobs)
+        return jobs
 
     async def fetch_nodes(self) -> tuple[Node, ...]:
         if self._node_source != "sinfo.json":
             try:
                 data = await self._fetch("scontrol-nodes.json")
                 self._node_source = "scontrol-nodes.json"
-                return slurm_json.parse_scontrol_nodes(data)
+                nodes = slurm_json.parse_scontrol_nodes(data, warnings=self.warnings)
+                self._empty_because_of_error("scontrol-nodes.json", data, nodes)
+                return nodes
             except CommandFailed as err:
                 if not _is_unsupported(err):
                     raise
                 self._node_source = "sinfo.json"
-        nodes, _parts = slurm_json.parse_sinfo(await self._fetch("sinfo.json"))
+        raw = await self._fetch("sinfo.json")
+        nodes, _parts = slurm_json.parse_sinfo(raw, warnings=self.warnings)
+        self._empty_because_of_error("sinfo.json", raw, nodes)
         return nodes
 
     async def fetch_partitions(self) -> tuple[Partition, ...]:
-        if self._partition_source != "sinfo.json":
+        # 22.05: no --json for scontrol and sinfo --json has no partitions, so text.
+        if self._partition_source != "scontrol-partitions.txt":
             try:
                 data = await self._fetch("scontrol-partitions.json")
                 self._partition_source = "scontrol-partitions.json"
-                return slurm_json.parse_scontrol_partitions(data)
+                return slurm_json.parse_partitions(data, "scontrol show partition --json", self.warnings)
             except CommandFailed as err:
                 if not _is_unsupported(err):
                     raise
-                self._partition_source = "sinfo.json"
-        _nodes, parts = slurm_json.parse_sinfo(await self._fetch("sinfo.json"))
-        return parts
+                self._partition_source = "scontrol-partitions.txt"
+        text = (await self._fetch("scontrol-partitions.txt")).decode("utf-8", "replace")
+        return parse_partitions_text(text)
 
     async def fetch_topology(self) -> Topology:
         try:
@@ -131,6 +162,7 @@ class SlurmCliBackend:
         Raises BackendError only when nothing at all could be read (so the CLI
         can exit non-zero with the cause)."""
         started = time.time()
+        self.warnings.clear()
         parts = await asyncio.gather(
             self.version(),
             self.fetch_nodes(),
@@ -155,7 +187,9 @@ class SlurmCliBackend:
         version, nodes, partitions, jobs, topology = out
         if isinstance(parts[1], BaseException) and isinstance(parts[3], BaseException):
             # Neither nodes nor jobs: there is nothing to show. Name the first cause.
-            raise BackendError(f"cannot read the cluster: {errors[0]}") from parts[1]
+            # squeue/sinfo --json only say "Unspecified error"; scontrol names the cause.
+            cause = next((e for e in errors if "controller" in e.lower()), errors[0])
+            raise BackendError(f"cannot read the cluster: {cause}") from parts[1]
         return ClusterSnapshot(
             nodes=nodes,
             partitions=partitions,
@@ -164,7 +198,7 @@ class SlurmCliBackend:
             fetched_at=started,
             source=self.description,
             slurm_version=version,
-            errors=tuple(errors),
+            errors=tuple(errors) + tuple(dict.fromkeys(self.warnings)),
         )
 
     async def close(self) -> None:

@@ -30,6 +30,14 @@ def _gpu_idx(indexes) -> str:
     return ",".join(str(i) for i in indexes)
 
 
+def _tight(table: Table) -> Table:
+    # One line per row: an operator scans rows, wrapped cells break the scan.
+    for col in table.columns:
+        col.no_wrap = True
+        col.overflow = "ellipsis"
+    return table
+
+
 def print_snapshot(snap, console: Console | None = None) -> None:
     console = console or Console(highlight=False, soft_wrap=False)
     now = time.time()
@@ -43,7 +51,7 @@ def print_snapshot(snap, console: Console | None = None) -> None:
             _t(idx), _t(",".join(n.partitions)), _t(n.reason or ""), _t(n.reason_user or ""),
             _ago(n.reason_time, now) if n.reason else "",
         )
-    console.print(nodes)
+    console.print(_tight(nodes))
     jobs = Table("JOBID", "NAME", "USER", "PARTITION", "STATE", "NODES", "GPUS", "REASON", title="Jobs")
     for j in snap.jobs:
         gpus = " ".join(f"{g.node}:{_gpu_idx(g.indexes) or g.count}" for g in j.gpus) or (
@@ -53,11 +61,11 @@ def print_snapshot(snap, console: Console | None = None) -> None:
             _t(j.display_id), _t(j.name, 30), _t(j.user), _t(j.partition), _t(j.state),
             _t(collapse(j.nodes)), _t(gpus, 60), _t(j.reason if j.state == "PENDING" else ""),
         )
-    console.print(jobs)
+    console.print(_tight(jobs))
     if snap.topology.kind != "none":
         topo = Table("SWITCH/BLOCK", "LEVEL", "NODES", "CHILDREN", title=f"Topology ({snap.topology.kind})")
         for s in snap.topology.switches:
             topo.add_row(_t(s.name), str(s.level), _t(collapse(s.nodes)), _t(",".join(s.switches)))
         for b in snap.topology.blocks:
             topo.add_row(_t(b.name), "", _t(collapse(b.nodes)), "")
-        console.print(topo)
+        console.print(_tight(topo))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from cockpit.errors import EXIT_OK, UsageError
+from cockpit.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 FORMATS = ("json", "table")
 
@@ -58,6 +58,8 @@ async def run(args, session) -> int:
         from cockpit.commands._tables import print_snapshot
 
         print_snapshot(snap)
+    # Partial data (a part that failed, a state we do not know) is printed,
+    # but the exit code says it is not the whole truth.
     for err in snap.errors:
         print(f"cockpit: warning: {err}", file=sys.stderr)
-    return EXIT_OK
+    return EXIT_FAILED if snap.errors else EXIT_OK
