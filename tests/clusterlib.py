@@ -1,0 +1,190 @@
+"""Helpers for tests that use the real Slurm test cluster (tests/cluster/up).
+
+The cluster is shared by every test run on this machine: tests submit jobs with distinctive
+names, cancel them, and resume nodes they drain. Nothing here starts or stops daemons.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Mapping, Sequence, TypeVar
+
+import pytest
+
+RUN_DIR = Path(os.environ.get("COCKPIT_CLUSTER_RUN", "/run/cockpit-cluster"))
+ENV_FILE = RUN_DIR / "env.sh"
+_EXPORT = re.compile(r"^export ([A-Z_][A-Z0-9_]*)=(.*)$")
+
+T = TypeVar("T")
+
+
+def cluster_env(env_file: Path = ENV_FILE) -> dict[str, str] | None:
+    """Return the variables exported by the cluster's env.sh, or None when it is not up.
+
+    Raises nothing: an unreadable file counts as "not up".
+    """
+    try:
+        text = env_file.read_text()
+    except OSError:
+        return None
+    env: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _EXPORT.match(line.strip())
+        if m:
+            values = shlex.split(m.group(2))
+            env[m.group(1)] = values[0] if values else ""
+    return env or None
+
+
+def _controller_answers(env: Mapping[str, str]) -> str | None:
+    """Return None when slurmctld answers a ping, else why not."""
+    try:
+        res = run(["scontrol", "ping"], env=env, check=False, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"scontrol ping failed: {exc}"
+    if "is UP" not in res.stdout:
+        return f"slurmctld does not answer: {(res.stdout + res.stderr).strip()}"
+    return None
+
+
+def require_cluster() -> dict[str, str]:
+    """Return the cluster env, or skip the calling test with a clear reason.
+
+    Raises pytest's Skipped when the cluster is not up or slurmctld does not answer.
+    """
+    env = cluster_env()
+    if env is None:
+        pytest.skip(f"Slurm test cluster is not up ({ENV_FILE} missing): run tests/cluster/up as root")
+    why = _controller_answers(env)
+    if why:
+        pytest.skip(f"Slurm test cluster is not usable: {why}; run tests/cluster/up as root")
+    return env
+
+
+def _full_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    merged = dict(os.environ)
+    merged.update(env if env is not None else (cluster_env() or {}))
+    return merged
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    timeout: float = 60,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run argv (never a shell) with the cluster's SLURM_CONF and friends set.
+
+    Raises subprocess.CalledProcessError when check is true and the command fails,
+    subprocess.TimeoutExpired after timeout seconds, OSError when argv[0] is missing.
+    """
+    return subprocess.run(
+        list(argv), env=_full_env(env), capture_output=True, text=True,
+        check=check, timeout=timeout, input=input,
+    )
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 30, interval: float = 0.2) -> T:
+    """Poll predicate until it returns a truthy value and return that value.
+
+    Raises TimeoutError (naming the predicate) when timeout seconds pass first.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            name = getattr(predicate, "__name__", repr(predicate))
+            raise TimeoutError(f"condition {name} not met within {timeout} s")
+        time.sleep(interval)
+
+
+def _opt(key: str, value: object) -> list[str]:
+    flag = "--" + key.replace("_", "-")
+    if value is True:
+        return [flag]
+    if value is False or value is None:
+        return []
+    return [f"{flag}={value}"]
+
+
+def submit(script: str, **sbatch_opts: object) -> str:
+    """Submit a batch script via sbatch --parsable and return the job id (as a string).
+
+    Keyword options become sbatch flags: job_name="x" -> --job-name=x, hold=True -> --hold.
+    A script without a shebang gets "#!/bin/bash". Raises CalledProcessError if sbatch fails.
+    """
+    if not script.startswith("#!"):
+        script = "#!/bin/bash\n" + script
+    argv = ["sbatch", "--parsable"]
+    for key, value in sbatch_opts.items():
+        argv += _opt(key, value)
+    opts = {k.replace("_", "-") for k in sbatch_opts}
+    if "output" not in opts:
+        argv.append("--output=/dev/null")
+    out = run(argv, input=script).stdout.strip()
+    # --parsable prints "jobid" or "jobid;cluster".
+    return out.split(";", 1)[0]
+
+
+def cancel(job_id: str | int, wait: bool = True) -> None:
+    """Cancel a job (ignoring "already finished") and, by default, wait until it left RUNNING.
+
+    Raises TimeoutError if the job is still running or completing after 30 s.
+    """
+    run(["scancel", str(job_id)], check=False)
+    if not wait:
+        return
+
+    def gone() -> bool:
+        res = run(["squeue", "-h", "-j", str(job_id), "-t", "PD,R,CG,S,CF", "-o", "%i"], check=False)
+        return res.stdout.strip() == ""
+
+    wait_for(gone, timeout=30)
+
+
+_KV = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/.\[\]-]*)=")
+
+
+def parse_scontrol(text: str) -> dict[str, str]:
+    """Parse one `scontrol show` record into {key: value}.
+
+    Values may contain spaces (Reason=..., Command=...): a value runs until the next
+    "Key=" token. Only the first record is read when several are given.
+    """
+    record = text.strip().split("\n\n", 1)[0]
+    flat = " ".join(line.strip() for line in record.splitlines())
+    marks = list(_KV.finditer(flat))
+    result: dict[str, str] = {}
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(flat)
+        result.setdefault(m.group(1), flat[m.end():end].strip())
+    return result
+
+
+def scontrol_show(kind: str, name: str | int, detail: bool = False) -> dict[str, str]:
+    """Return `scontrol [-d] show KIND NAME` as a dict of key=value.
+
+    Raises CalledProcessError when scontrol fails (unknown job or node, controller down).
+    """
+    argv = ["scontrol"] + (["-d"] if detail else []) + ["show", kind, str(name)]
+    return parse_scontrol(run(argv).stdout)
+
+
+def ssh_argv(env: Mapping[str, str], host: str, *command: str, user: str | None = None) -> list[str]:
+    """Return an ssh argv that reaches HOST (head, node01...) with the cluster's key and config.
+
+    The remote command is quoted with shlex.quote, so its words arrive as given.
+    """
+    argv = ["ssh", "-F", env["COCKPIT_TEST_SSH_CONFIG"]]
+    if user:
+        argv += ["-l", user]
+    return argv + [host, "--"] + [shlex.quote(word) for word in command]
