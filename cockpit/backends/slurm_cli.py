@@ -6,8 +6,8 @@ richest source and fall back by capability, not by version number:
 * nodes: ``scontrol show node --json`` (23.02+: per-node GPU indexes in
   ``gres_used``), else ``sinfo --json`` (22.05: a flat node list, same fields);
 * jobs: ``squeue --json`` (all versions; ``gres_detail`` gives GPU indexes);
-* partitions: ``scontrol show partition --json``, else its text form (22.05's
-  ``sinfo --json`` has no partitions);
+* partitions: ``scontrol show partition`` text (22.05 has no partition JSON,
+  24.11's lacks the Default flag);
 * topology: ``scontrol show topology`` (text in every version).
 
 Each fetch is one controller RPC per resource kind. The raw outputs go through
@@ -34,7 +34,6 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "squeue.json": ("squeue", "--all", "--json"),
     "scontrol-nodes.json": ("scontrol", "show", "node", "--json"),
     "sinfo.json": ("sinfo", "--json"),
-    "scontrol-partitions.json": ("scontrol", "show", "partition", "--json"),
     "scontrol-partitions.txt": ("scontrol", "show", "partition"),
     "topology.txt": ("scontrol", "show", "topology"),
 }
@@ -65,7 +64,6 @@ class SlurmCliBackend:
         self.on_output: Callable[[str, bytes], None] | None = None
         self._version: str | None = None
         self._node_source: str | None = None  # decided on first fetch
-        self._partition_source: str | None = None
         self.warnings: list[str] = []
         self._stderr: dict[str, str] = {}
 
@@ -134,16 +132,8 @@ class SlurmCliBackend:
         return nodes
 
     async def fetch_partitions(self) -> tuple[Partition, ...]:
-        # 22.05: no --json for scontrol and sinfo --json has no partitions, so text.
-        if self._partition_source != "scontrol-partitions.txt":
-            try:
-                data = await self._fetch("scontrol-partitions.json")
-                self._partition_source = "scontrol-partitions.json"
-                return slurm_json.parse_partitions(data, "scontrol show partition --json", self.warnings)
-            except CommandFailed as err:
-                if not _is_unsupported(err):
-                    raise
-                self._partition_source = "scontrol-partitions.txt"
+        # Text on every version: 22.05 has no partition JSON, and 24.11's omits
+        # the Default flag (see tests/data/slurm-24.11/scontrol-show-partition.json).
         text = (await self._fetch("scontrol-partitions.txt")).decode("utf-8", "replace")
         return parse_partitions_text(text)
 

@@ -28,3 +28,14 @@ def test_slurm_minutes(text, minutes):
 def test_bad_partition_text(bad):
     with pytest.raises(ParseError):
         parse_partitions_text(bad)
+
+
+def test_2411_partition_json_lacks_default_flag_but_text_has_it():
+    """Why the CLI backend reads partitions as text on every version."""
+    import json
+
+    root = DATA.parents[1] / "slurm-24.11"
+    doc = json.loads((root / "scontrol-show-partition.json").read_text())
+    assert "DEFAULT" not in json.dumps(doc) and '"default"' not in json.dumps(doc).lower()
+    parts = {p.name: p for p in parse_partitions_text((root / "scontrol-show-partition.txt").read_text())}
+    assert parts["gpu"].is_default and not parts["debug"].is_default
