@@ -28,7 +28,7 @@ async def choose_backend(cfg: Config, runner, replay_dir: str | None = None):
     if kind == "pyslurm":
         if not usable:
             raise ConfigError(f"backend 'pyslurm' asked for but unusable: {why}")
-        return pyslurm_backend.PyslurmBackend(), f"pyslurm: asked for; {why}"
+        return pyslurm_backend.PyslurmBackend(cli=cli), f"pyslurm: asked for; {why}"
     if usable:
-        return pyslurm_backend.PyslurmBackend(), f"auto: {why}"
+        return pyslurm_backend.PyslurmBackend(cli=cli), f"auto: {why}"
     return cli, f"auto: slurm-cli, because {why}"

@@ -12,9 +12,11 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "snapshot-json.md"
 
 
 def _documented() -> set[str]:
+    # Top-level fields head a table row; nested ones (gpus[].indexes ...) are
+    # named in backticks in the row that describes their parent.
     names = set()
-    for cell in re.findall(r"^\| (`[^|]+`) \|", DOC.read_text(), re.M):
-        names.update(re.findall(r"`([a-z_]+)`", cell))
+    for row in re.findall(r"^\|.*\|$", DOC.read_text(), re.M):
+        names.update(re.findall(r"`([a-z_]+)`", row))
     return names
 
 

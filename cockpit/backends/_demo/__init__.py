@@ -1,0 +1,1 @@
+"""Internals of the demo backend (cockpit.backends.demo): state, scheduler, scenario."""
