@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ClusterShell.NodeSet import NodeSet, NodeSetParseError
+from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetParseError
 
 from cockpit.errors import UsageError
 
@@ -22,7 +22,9 @@ def expand(hostlist: str | None) -> tuple[str, ...]:
     if not hostlist or hostlist in ("(null)", "None"):
         return ()
     try:
-        return tuple(NodeSet(hostlist))
+        # No group resolver: a cluster string starting with '@' must never run a
+        # site's group-source commands.
+        return tuple(NodeSet(hostlist, resolver=RESOLVER_NOGROUP))
     except (NodeSetParseError, ValueError, TypeError) as exc:
         raise UsageError(f"bad hostlist {hostlist!r}: {exc}") from None
 
@@ -32,4 +34,4 @@ def collapse(names: Iterable[str]) -> str:
     names = [n for n in names if n]
     if not names:
         return ""
-    return str(NodeSet.fromlist(names))
+    return str(NodeSet.fromlist(names, resolver=RESOLVER_NOGROUP))

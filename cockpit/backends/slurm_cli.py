@@ -24,7 +24,6 @@ from collections.abc import Callable
 
 from cockpit.backends import slurm_json, slurm_text
 from cockpit.backends.slurm_json_common import slurm_errors
-from cockpit.backends.slurm_text_partitions import parse_partitions_text
 from cockpit.errors import BackendError, CommandFailed, ParseError
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 
@@ -135,7 +134,7 @@ class SlurmCliBackend:
         # Text on every version: 22.05 has no partition JSON, and 24.11's omits
         # the Default flag (see tests/data/slurm-24.11/scontrol-show-partition.json).
         text = (await self._fetch("scontrol-partitions.txt")).decode("utf-8", "replace")
-        return parse_partitions_text(text)
+        return slurm_text.parse_scontrol_partitions(text)
 
     async def fetch_topology(self) -> Topology:
         try:

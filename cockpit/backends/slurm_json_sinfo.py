@@ -1,0 +1,140 @@
+"""The >= 23.02 grouped ``sinfo --json`` shape (data_parser SINFO_DATA).
+
+Each element describes a partition and a group of alike nodes:
+``node.state``, ``nodes.{nodes,hostnames,addresses,total,...}``,
+``cpus.{allocated,idle,other,total,minimum,maximum}``,
+``memory.{minimum,maximum,allocated,free}``, ``gres.{total,used}``,
+``features.{total,active}``, ``reason.{description,time,user}``, ``partition{...}``
+(field list from SchedMD/slurm src/plugins/data_parser/v0.0.42/parsers.c,
+PARSER_ARRAY(SINFO_DATA)). The same node appears once per partition; the groups
+are merged into unique nodes carrying all their partitions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cockpit.backends.slurm_json_common import (
+    expand_nodes,
+    get_record,
+    num,
+    num0,
+    str_list,
+    text,
+    time_or_none,
+    warn,
+)
+from cockpit.backends.slurm_json_nodes import gpu_groups, node_state, partition_from_record
+from cockpit.errors import ParseError
+from cockpit.models.cluster import GpuGroup, Node, Partition
+
+
+def _sub(rec: dict[str, Any], key: str, source: str) -> dict[str, Any]:
+    v = rec.get(key)
+    if v is None:
+        return {}
+    if type(v) is not dict:
+        raise ParseError(source, f"field {key!r} is not an object: {v!r:.80}")
+    return v
+
+
+def parse_sinfo_groups(
+    groups: list[Any], source: str, warnings: list[str] | None
+) -> tuple[tuple[Node, ...], tuple[Partition, ...]]:
+    """Merge sinfo groups into unique nodes and the partitions they name."""
+    nodes: dict[str, Node] = {}
+    parts: dict[str, Partition] = {}
+    members: dict[str, list[str]] = {}
+    for i, raw in enumerate(groups):
+        grp = get_record(raw, "sinfo entry", i, source)
+        part = _group_partition(grp, source)
+        for node in _group_nodes(grp, part.name if part else None, source, warnings):
+            old = nodes.get(node.name)
+            if old is None:
+                nodes[node.name] = node
+            elif node.partitions and node.partitions[0] not in old.partitions:
+                nodes[node.name] = _with_partition(old, node.partitions[0])
+            if part:
+                members.setdefault(part.name, []).append(node.name)
+        if part and part.name not in parts:
+            parts[part.name] = part
+    out_parts = tuple(
+        p if p.nodes else Partition(p.name, tuple(dict.fromkeys(members.get(p.name, ()))),
+                                    p.state, p.is_default, p.max_time, p.total_cpus)
+        for p in parts.values()
+    )
+    return tuple(nodes.values()), out_parts
+
+
+def _with_partition(node: Node, partition: str) -> Node:
+    # Node is frozen with slots; rebuild it with one more partition.
+    from dataclasses import replace
+
+    return replace(node, partitions=node.partitions + (partition,))
+
+
+def _group_partition(grp: dict[str, Any], source: str) -> Partition | None:
+    p = grp.get("partition")
+    if p is None:
+        return None
+    if type(p) is str:
+        name = p.rstrip("*")
+        return Partition(name=name, is_default=p.endswith("*")) if name else None
+    if type(p) is not dict:
+        raise ParseError(source, f"field 'partition' is not an object: {p!r:.80}")
+    if not p.get("name"):
+        return None
+    return partition_from_record(p, source)
+
+
+def _group_nodes(grp: dict[str, Any], partition: str | None, source: str,
+                 warnings: list[str] | None) -> list[Node]:
+    nodes_info = _sub(grp, "nodes", source)
+    names = expand_nodes(nodes_info.get("nodes"), "nodes.nodes", source)
+    if not names:
+        return []
+    try:
+        addrs = expand_nodes(nodes_info.get("addresses"), "nodes.addresses", source)
+    except ParseError:
+        addrs = ()  # addresses are a nicety; never lose the nodes over them
+    n = len(names)
+    state, flags = node_state(_sub(grp, "node", source).get("state"), None, source, warnings)
+    cpus = _sub(grp, "cpus", source)
+    mem = _sub(grp, "memory", source)
+    gres = _sub(grp, "gres", source)
+    reason = _sub(grp, "reason", source)
+    feats = _sub(grp, "features", source)
+    per_cpu = num(cpus.get("maximum"), "cpus.maximum", source)
+    if per_cpu is None:
+        per_cpu = num0(cpus.get("total"), "cpus.total", source) // n
+    gpus = gpu_groups(text(gres.get("total"), "gres.total", source),
+                      text(gres.get("used"), "gres.used", source), source)
+    if n > 1:
+        if gpus and any(g.alloc_indexes for g in gpus):
+            warn(warnings, f"{source}: GPU indexes in use are per group, not per node; "
+                           "use scontrol show node --json for exact GPU use")
+            gpus = tuple(GpuGroup(g.type, g.count) for g in gpus)
+    why = text(reason.get("description"), "reason.description", source) or None
+    user = text(reason.get("user"), "reason.user", source)
+    when = time_or_none(reason.get("time"), "reason.time", source)
+    common = dict(
+        state=state,
+        flags=flags,
+        reason=why,
+        # uid 0 ("root") is printed for nodes without a reason: only keep it with one
+        reason_user=(user or None) if why else None,
+        reason_time=when if why else None,
+        cpus=per_cpu,
+        # Totals of the group split evenly: exact for one-node groups only.
+        alloc_cpus=num0(cpus.get("allocated"), "cpus.allocated", source) // n,
+        memory_mb=num0(mem.get("maximum"), "memory.maximum", source),
+        alloc_memory_mb=num0(mem.get("allocated"), "memory.allocated", source) // n,
+        partitions=(partition,) if partition else (),
+        gpus=gpus,
+        features=str_list(feats.get("total"), "features.total", source),
+    )
+    out = []
+    for i, name in enumerate(names):
+        address = addrs[i] if len(addrs) == n else None
+        out.append(Node(name=name, address=address, **common))
+    return out
