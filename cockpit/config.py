@@ -59,6 +59,7 @@ class Ssh:
     fanout_window: int = _f(64, "Concurrent SSH sessions during fan-out.")
     jump_host: str = _f("", "Reach compute nodes through this host (ProxyJump); empty = direct or as ssh config says.")
     user: str = _f("", "Remote user; empty = ssh config or the local user.")
+    remote_path_prepend: str = _f("", "Directories put before PATH for commands run on nodes (e.g. where nvidia-smi lives); empty = the remote default PATH.")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,85 @@
+"""``cockpit gpus [--nodes ...] [--json]``: live GPU telemetry per node and
+index, joined to the Slurm job holding each GPU."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from cockpit.errors import EXIT_FAILED, EXIT_OK, UsageError
+from cockpit.hostlist import expand
+
+
+def register(sub) -> None:
+    p = sub.add_parser("gpus", help="GPU telemetry from the nodes (nvidia-smi over SSH) joined to Slurm jobs")
+    p.add_argument("--nodes", metavar="HOSTLIST", help="nodes to ask (default: every node Slurm lists with GPUs)")
+    p.add_argument("--json", action="store_true", help="one JSON object per GPU")
+    p.set_defaults(func=run)
+
+
+def _fmt(v, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        v = f"{v:g}"
+    return f"{v}{unit}"
+
+
+def row_to_json(row) -> dict:
+    from dataclasses import asdict
+
+    t = row.telemetry
+    return {
+        "node": row.node, "index": row.index, "node_state": row.node_state,
+        "job_id": row.job_id, "job": row.job_display, "user": row.user,
+        "telemetry": None if t is None else {**asdict(t), "missing": list(t.missing),
+                                             "clock_events": list(t.clock_events), "throttled": t.throttled},
+    }
+
+
+def _print_table(rows, errors: dict[str, str]) -> None:
+    head = ("NODE", "GPU", "JOB", "USER", "UTIL", "MEM USED/TOTAL", "TEMP", "POWER", "THROTTLE", "ECC UNC", "REMAP PEND", "PCIE")
+    lines = [head]
+    for r in rows:
+        t = r.telemetry
+        if t is None:
+            vals = ("-",) * 8
+        else:
+            vals = (
+                _fmt(t.util_gpu, "%"), f"{_fmt(t.mem_used_mib)}/{_fmt(t.mem_total_mib)} MiB", _fmt(t.temp_gpu, "C"),
+                _fmt(t.power_w, "W"), ",".join(e for e in t.clock_events if e != "gpu_idle") or ("-" if t.clock_event_reasons is None else "none"),
+                _fmt(t.ecc_uncorr_volatile), _fmt(t.remapped_pending), f"gen{_fmt(t.pcie_gen)} x{_fmt(t.pcie_width)}",
+            )
+        lines.append((r.node, str(r.index), r.job_display or "-", r.user or "-", *vals))
+    widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
+    for l in lines:
+        print("  ".join(str(c).ljust(w) for c, w in zip(l, widths)).rstrip())
+    for node, why in sorted(errors.items()):
+        print(f"{node}: error: {why}", file=sys.stderr)
+
+
+async def run(args, session) -> int:
+    from cockpit.commands.exec import fanout_settings
+    from cockpit.telemetry.collect import TelemetryCollector
+    from cockpit.telemetry.join import join
+
+    snap = await session.backend.snapshot()
+    if args.nodes:
+        nodes = list(expand(args.nodes))
+    else:
+        nodes = [n.name for n in snap.nodes if n.gpu_total > 0]
+    if not nodes:
+        raise UsageError("Slurm lists no node with GPUs; name nodes with --nodes")
+    collector = TelemetryCollector(fanout_settings(session, args))
+    try:
+        telemetry = await collector.telemetry_for(nodes)
+    finally:
+        await collector.close()
+    rows = join(snap, telemetry, nodes=set(nodes))
+    if args.json:
+        out = {"gpus": [row_to_json(r) for r in rows], "errors": collector.errors}
+        json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        _print_table(rows, collector.errors)
+    return EXIT_FAILED if collector.errors else EXIT_OK

@@ -1,0 +1,1 @@
+"""SSH: a connection pool, fan-out with a window, the SSH Runner, srun transport, clubak-style folding."""
