@@ -1,0 +1,193 @@
+"""Executors: run one planned step and say truthfully whether it worked.
+
+:class:`SlurmExecutor` runs the argv through a Runner (local or SSH) and judges
+the result in three layers, because Slurm's exit status alone is not enough:
+
+1. a non-zero exit is a failure, reported with Slurm's own stderr verbatim;
+2. an ``error:`` line on stderr is a failure even when the exit status is 0;
+3. where the action has a visible effect, the target is read back
+   (``squeue``/``scontrol show node``) and a target that is not in the
+   expected state is a failure ("job had already finished (COMPLETED)").
+
+:class:`DemoExecutor` applies the same steps to the embedded demo cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from cockpit.core.actions import ActionSpec, Params, Step, TargetResult
+from cockpit.errors import CockpitError, CommandFailed
+
+_ERROR_LINE = re.compile(r"(^|\b)(error|fatal)\b", re.IGNORECASE)
+_FINISHED = {"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
+             "DEADLINE", "PREEMPTED", "SPECIAL_EXIT"}
+_HELD = ("JobHeldAdmin", "JobHeldUser")
+
+
+def _held(prio: str, reason: str) -> bool:
+    # 22.05 shows "job requeued in held state" after requeuehold; priority 0 is the hold itself.
+    return prio == "0" or reason in _HELD or "held" in reason.lower()
+
+
+def _minutes(limit: str) -> int | None:
+    """Slurm time-limit text -> minutes (seconds rounded up); None for UNLIMITED or other forms."""
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+)(?::(\d+))?", limit.strip())
+    if not m:
+        return None
+    d, a, b, c = m.groups()
+    days = int(d or 0)
+    if d is not None:  # D-H, D-H:M, D-H:M:S
+        h = int(a) if a is not None else int(b)
+        mins = int(b) if a is not None else 0
+        secs = int(c or 0)
+        return days * 1440 + h * 60 + mins + (1 if secs else 0)
+    if a is not None and c is not None:  # H:M:S
+        return int(a) * 60 + int(b) + (1 if int(c) else 0)
+    if a is not None:  # M:S
+        return int(a) + (1 if int(b) else 0)
+    return int(b)  # MIN
+
+
+class SlurmExecutor:
+    """Runs steps through a Runner; ``bin_dir`` prefixes Slurm programs if set."""
+
+    def __init__(self, runner: Any, bin_dir: str = "", read_back: bool = True) -> None:
+        self.runner = runner
+        self.bin_dir = bin_dir
+        self.read_back = read_back
+        self.description = f"slurm via {getattr(runner, 'description', 'runner')}"
+
+    def _prog(self, argv: tuple[str, ...]) -> tuple[str, ...]:
+        if not self.bin_dir:
+            return argv
+        return (os.path.join(self.bin_dir, argv[0]), *argv[1:])
+
+    async def _run(self, argv: tuple[str, ...]):
+        return await self.runner.run(list(self._prog(argv)))
+
+    async def execute(self, spec: ActionSpec, step: Step, params: Params) -> TargetResult:
+        """Run one step; never raises for Slurm's or the runner's failures."""
+        argv = self._prog(step.argv)
+        try:
+            res = await self.runner.run(list(argv))
+        except CockpitError as exc:  # missing program, timeout, SSH down
+            return TargetResult(step.target, argv, "failed", str(exc))
+        err = res.err_text().strip()
+        out = res.text().strip()
+        if res.returncode != 0:
+            return TargetResult(step.target, argv, "failed", err or out or f"exit status {res.returncode}", res.returncode)
+        if any(_ERROR_LINE.search(line) for line in err.splitlines()):
+            return TargetResult(step.target, argv, "failed", err, res.returncode)
+        problem = await self._verify(spec, step, params) if self.read_back else None
+        if problem:
+            return TargetResult(step.target, argv, "failed", problem, res.returncode)
+        return TargetResult(step.target, argv, "done", err or out, res.returncode)
+
+    async def _verify(self, spec: ActionSpec, step: Step, p: Params) -> str | None:
+        """Read the target back; a message when it is not as the action promised."""
+        try:
+            if spec.kind == "node":
+                return await self._verify_node(spec.name, step.target)
+            return await self._verify_job(spec.name, step.target, p)
+        except CockpitError:
+            return None  # the action was accepted; a failed read-back proves nothing either way
+
+    async def _job_fields(self, job: str) -> tuple[str, str, str, str, str] | None:
+        # Only Slurm-made columns: a job name could imitate "JobState=" in scontrol's line.
+        # -t all: without it 22.05 hides a finished job even when asked for it by id.
+        res = await self._run(("squeue", "-h", "-t", "all", "-j", job, "-o", "%T %l %y %Q %r"))
+        line = res.text().strip().splitlines()
+        if res.returncode != 0 or not line:
+            return None
+        parts = line[0].split(None, 4) + [""] * 5
+        return parts[0], parts[1], parts[2], parts[3], parts[4]
+
+    async def _verify_job(self, action: str, job: str, p: Params) -> str | None:
+        if action not in ("cancel", "hold", "release", "requeuehold", "timelimit", "nice"):
+            return None
+        fields = await self._job_fields(job)
+        if fields is None:
+            return None
+        state, limit, nice, prio, reason = fields
+        if action == "cancel":
+            if state in _FINISHED:
+                return f"job had already finished ({state})"
+            if state not in ("CANCELLED", "COMPLETING"):
+                return f"job still {state} after scancel"
+        elif action in ("hold", "requeuehold") and state == "PENDING" and not _held(prio, reason):
+            return f"job not held (reason {reason})"
+        elif action == "release" and _held(prio, reason):
+            return f"job still held ({reason})"
+        elif action == "nice" and nice != str(p.nice):
+            return f"nice is {nice}, not {p.nice}"
+        elif action == "timelimit" and p.time_limit and p.time_limit[0] not in "+-":
+            want = _minutes(p.time_limit)
+            if want is not None and _minutes(limit) not in (want, None):
+                return f"time limit is {limit}, not {p.time_limit}"
+        return None
+
+    async def _verify_node(self, action: str, node: str) -> str | None:
+        res = await self._run(("scontrol", "show", "node", "-o", node))
+        # The first State= is Slurm's; a hostile Reason= comes later on the line.
+        m = re.search(r"(?:^|\s)State=(\S+)", res.text())
+        if res.returncode != 0 or not m:
+            return None
+        state = m.group(1).upper()
+        flags = set(re.split(r"[+*]", state))
+        drain = bool({"DRAIN", "DRAINED", "DRAINING"} & flags)
+        if action == "drain" and not drain:
+            return f"node not draining (State={state})"
+        if action in ("resume", "undrain") and drain:
+            return f"node still draining (State={state})"
+        if action == "down" and "DOWN" not in flags:
+            return f"node not down (State={state})"
+        if action == "reboot" and "REBOOT" not in state and not drain:
+            return f"no reboot pending (State={state})"
+        return None
+
+
+class DemoExecutor:
+    """Applies steps to the demo backend through its admin methods (cancel_job, drain_node ...)."""
+
+    description = "demo (simulated)"
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+
+    def supports(self, spec: ActionSpec) -> bool:
+        """Whether the demo backend implements this action (the TUI may hide the rest)."""
+        return bool(spec.demo_method) and callable(getattr(self.backend, spec.demo_method, None))
+
+    async def execute(self, spec: ActionSpec, step: Step, params: Params) -> TargetResult:
+        """Call the demo method; its exceptions become a failed result."""
+        method = getattr(self.backend, spec.demo_method, None) if spec.demo_method else None
+        if not callable(method):
+            name = getattr(self.backend, "name", "this backend")
+            return TargetResult(step.target, step.argv, "failed", f"{name} cannot {spec.name}")
+        kwargs = {k: getattr(params, k) for k in _DEMO_KWARGS.get(spec.name, ())}
+        try:
+            res = method(step.target, **kwargs)
+            if hasattr(res, "__await__"):
+                res = await res
+        except CommandFailed as exc:  # the demo speaks Slurm's words: keep them verbatim
+            return TargetResult(step.target, step.argv, "failed", exc.stderr.strip() or str(exc), exc.returncode)
+        except (CockpitError, KeyError, ValueError) as exc:
+            msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            return TargetResult(step.target, step.argv, "failed", str(msg), 1)
+        if res is False:
+            return TargetResult(step.target, step.argv, "failed", "refused by the demo cluster", 1)
+        return TargetResult(step.target, step.argv, "done", res if isinstance(res, str) else "", 0)
+
+
+# Which Params the demo methods take, by action (positional target first).
+_DEMO_KWARGS = {
+    "signal": ("signal",),
+    "timelimit": ("time_limit",),
+    "nice": ("nice",),
+    "drain": ("reason",),
+    "down": ("reason",),
+    "reboot": ("reason", "nextstate"),
+}

@@ -1,0 +1,126 @@
+"""The audit log: one JSON line per action per target, appended and synced.
+
+One line per target (not per invocation) so that ``grep node07`` finds every
+action ever taken on node07 and a bulk action that half failed shows exactly
+which targets failed; the lines of one bulk action share an ``invocation`` id.
+A refusal (read-only mode) is one line with ``result: "refused"``.
+
+Each line is written with a single ``write`` on a descriptor opened with
+``O_APPEND`` and then ``fsync``-ed, so concurrent cockpit processes do not
+interleave partial lines and a crash loses at most the line being written.
+Lines are ASCII (``ensure_ascii``): newlines or U+2028 in a hostile reason
+can never split a record.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from cockpit.errors import ConfigError
+from cockpit.paths import default_audit_log
+
+
+def operator() -> dict[str, str | None]:
+    """Who acts: the login user and, under sudo, the user who ran sudo."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no $USER: record the uid
+        user = f"uid={os.getuid()}"
+    return {"user": user, "sudo_user": os.environ.get("SUDO_USER") or None}
+
+
+class AuditLog:
+    """Appends audit records to ``path``. Raises ConfigError if it cannot."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).expanduser()
+        self._who = operator()
+        self._host = socket.gethostname()
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> AuditLog:
+        """general.audit_log, or $XDG_STATE_HOME/cockpit/audit.jsonl."""
+        configured = getattr(cfg.general, "audit_log", "")
+        return cls(configured or default_audit_log())
+
+    def check_writable(self) -> None:
+        """Create the file (0600, parents 0700) and prove it can be appended to.
+
+        Called before an action runs: an action that could leave no trace is
+        not started. Raises ConfigError naming the path."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.close(fd)
+        except OSError as exc:
+            raise ConfigError(f"audit log {self.path} is not writable: {exc.strerror or exc}") from None
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as one line. Raises ConfigError if the write fails."""
+        line = (json.dumps(record, ensure_ascii=True, sort_keys=True, default=str) + "\n").encode("ascii")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                written = os.write(fd, line)
+                while written < len(line):  # short writes are rare on files, but possible
+                    written += os.write(fd, line[written:])
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ConfigError(f"cannot write audit log {self.path}: {exc.strerror or exc}") from None
+
+    def _base(self, action: str) -> dict[str, Any]:
+        now = time.time()
+        return {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
+            "epoch": round(now, 3),
+            **self._who,
+            "host": self._host,
+            "pid": os.getpid(),
+            "action": action,
+        }
+
+    def record(self, plan: Any, result: Any, *, invocation: str, dry_run: bool, executor: str = "") -> None:
+        """One line for one target of a Plan (see cockpit.core.actions)."""
+        rec = self._base(plan.spec.name)
+        rec.update(
+            invocation=invocation,
+            kind=plan.spec.kind,
+            target=result.target,
+            targets=list(plan.targets),
+            argv=list(result.argv),
+            params=plan.params.to_dict(),
+            executor=executor,
+            dry_run=dry_run,
+            result=result.status,
+            returncode=result.returncode,
+            error=None if result.ok else result.detail,
+            output=result.detail if result.ok and result.detail else None,
+        )
+        self.append(rec)
+
+    def refusal(self, action: str, targets: tuple[str, ...], why: str) -> None:
+        """One line saying an action was refused before anything ran."""
+        rec = self._base(action)
+        rec.update(targets=list(targets), argv=None, dry_run=False, result="refused", error=why)
+        self.append(rec)
+
+
+def read_audit(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Parse an audit file; raises ValueError naming the first bad line."""
+    out = []
+    with open(path, encoding="ascii") as fh:
+        for n, line in enumerate(fh, 1):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not JSON: {exc}") from None
+    return out
