@@ -1,0 +1,246 @@
+"""Probes about a job: progress, watchdog logs, py-spy stacks, folklore.
+
+Each probe is ``async def probe(rc, args) -> ProbeResult``; ``args`` come from
+the step's ``args`` table (defaults from the plugin config). Probes that read
+logs use ``--job-log FILE`` when given, so they work on logs copied off a dead
+node (post-mortem).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from cockpit.core.joblog import JobLogError, path_for, sanitize
+from cockpit.errors import CockpitError
+
+from . import pyspy, watchdog
+from .context import ProbeResult, RunContext, run_on_node
+
+_TAIL_BYTES = 4 * 1024 * 1024
+
+
+async def find_job(rc: RunContext) -> Any:
+    """The job of --job from the backend (cached on rc). None when not in the queue."""
+    if rc.job is not None or not rc.job_id:
+        return rc.job
+    for j in await rc.ctx.backend.fetch_jobs():
+        if rc.job_id in (str(j.job_id), j.display_id):
+            rc.job = j
+            rc.facts.update(job=str(j.job_id), job_nodes=",".join(j.nodes), job_state=j.state)
+            return j
+    return None
+
+
+def _log_paths(job: Any) -> list[str]:
+    paths = []
+    for err in (False, True):
+        try:
+            paths.append(path_for(job, stderr=err))
+        except JobLogError:
+            pass
+    return list(dict.fromkeys(paths))
+
+
+async def _mtime(rc: RunContext, path: str, job: Any) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        pass
+    if job is None or not job.nodes:
+        return None
+    out = await run_on_node(rc, job.nodes[0], ["stat", "-c", "%Y", path])
+    return float(out.text.strip()) if out.ok and out.text.strip().isdigit() else None
+
+
+async def job_progress(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
+    """Job state, elapsed time and the age of the last line written to its stdout/stderr."""
+    res = ProbeResult()
+    stale = float(args.get("stale_after_s", rc.config.get("stale_after_s", 600)))
+    job = await find_job(rc)
+    paths = list(rc.job_logs) or (_log_paths(job) if job else [])
+    if job is None and not rc.job_logs:
+        res.add("UNKNOWN", "job.unknown", f"job {rc.job_id} is not in the queue", "nothing to judge progress on")
+        return res
+    now = time.time()
+    if job is not None:
+        elapsed = int(now - job.start_time) if job.start_time else None
+        res.facts.update(elapsed_s=elapsed)
+        res.evidence.append(f"job {job.job_id} {job.state} on {','.join(job.nodes) or '-'}, elapsed {elapsed if elapsed is not None else '?'} s")
+        if job.state != "RUNNING":
+            res.add("WARN", "job.not_running", f"job {job.job_id} is {job.state}, not RUNNING", job.reason)
+            return res
+    mtimes = [m for m in [await _mtime(rc, p, job) for p in paths] if m is not None]
+    if not mtimes:
+        res.add("UNKNOWN", "progress.unknown", "no readable stdout/stderr to judge progress", ", ".join(paths))
+        return res
+    age = int(now - max(mtimes))
+    res.facts.update(log_age_s=age)
+    res.evidence.append(f"last output {age} s ago ({', '.join(paths)})")
+    if age > stale:
+        res.add("CRIT", "progress.stalled", f"no output for {age} s (threshold {stale:g} s): the job is not progressing",
+                evidence=[f"{p}" for p in paths])
+    else:
+        res.add("OK", "progress.ok", f"last output {age} s ago: progressing")
+    return res
+
+
+async def _read_logs(rc: RunContext, job: Any) -> dict[str, str]:
+    if rc.job_logs:
+        out = {}
+        for p in rc.job_logs:
+            try:
+                with open(p, "rb") as fh:
+                    out[p] = fh.read().decode("utf-8", "replace")
+            except OSError as exc:
+                raise CockpitError(f"cannot read --job-log {p}: {exc.strerror or exc}") from None
+        return out
+    texts = {}
+    for p in _log_paths(job) if job else []:
+        try:
+            with open(p, "rb") as fh:
+                fh.seek(max(0, os.path.getsize(p) - _TAIL_BYTES))
+                texts[p] = fh.read().decode("utf-8", "replace")
+        except OSError:
+            if job.nodes:
+                res = await run_on_node(rc, job.nodes[0], ["tail", "-c", str(_TAIL_BYTES), p])
+                if res.ok:
+                    texts[p] = res.text
+    return texts
+
+
+async def watchdog_logs(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
+    """PyTorch watchdog timeouts and NCCL WARN lines per rank; the rank behind."""
+    res = ProbeResult()
+    job = await find_job(rc)
+    texts = await _read_logs(rc, job)
+    if not texts:
+        res.add("UNKNOWN", "watchdog.nolog", "no job log to scan", "give --job-log FILE for a finished job")
+        return res
+    log = watchdog.WatchdogLog()
+    for text in texts.values():
+        watchdog.parse(text, log)
+    ranks = [log.ranks[r].to_dict() for r in sorted(log.ranks)]
+    res.data["ranks"] = ranks
+    for r in ranks:
+        res.evidence.append(
+            f"rank {r['rank']}: PG {r['pg']} SeqNum {r['seq']} {r['op']} NumelIn {r['numel_in']} NumelOut {r['numel_out']} "
+            f"Timeout(ms) {r['timeout_ms']} ran for {r['ran_for_ms']} ms, last enqueued {r['last_enqueued']}, last completed {r['last_completed']}")
+    timed = [r for r in ranks if r["seq"] is not None]
+    if timed:
+        t = max(timed, key=lambda r: r["seq"])
+        res.add("CRIT", "watchdog.timeout",
+                f"NCCL watchdog timeout on {len(timed)} rank(s): {t['op']} SeqNum {t['seq']} after {t['timeout_ms']} ms",
+                evidence=res.evidence[-len(ranks):])
+    verdict = watchdog.compare(log, args.get("world"))
+    if verdict.behind:
+        res.facts["straggler_ranks"] = list(verdict.behind)
+        res.add("WARN", "straggler.logs", f"rank(s) behind by the logs: {', '.join(map(str, verdict.behind))}",
+                evidence=verdict.reasons)
+    elif verdict.in_sync and timed:
+        res.add("WARN", "watchdog.in_sync", "every rank stopped at the same SeqNum: the collective hung on all of them",
+                "the logs cannot name a straggler; look at the stacks and the nodes' health")
+    if log.flight_recorder_off:
+        res.add("WARN", "flight_recorder.off", "the flight recorder was off, so no per-collective trace was kept",
+                fix="set TORCH_NCCL_TRACE_BUFFER_SIZE (e.g. 2000) and TORCH_NCCL_DUMP_ON_TIMEOUT=1")
+    for w in log.warns[:20]:
+        res.add("WARN", "nccl.warn", f"NCCL WARN on {w.host} (pid {w.pid}, GPU {w.device}): {sanitize(w.message)[:200]}")
+    if not log.ranks and not log.warns:
+        res.add("OK", "watchdog.none", "no watchdog timeout and no NCCL WARN in the job's logs")
+    return res
+
+
+def _rank_of(environ: str) -> str | None:
+    env = dict(kv.split("=", 1) for kv in environ.split("\0") if "=" in kv)
+    for key in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        if env.get(key, "").isdigit():
+            return env[key]
+    return None
+
+
+async def pyspy_stacks(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
+    """``py-spy dump`` every rank's process on every node over SSH; group identical stacks."""
+    from cockpit.core.jobprocs import node_processes
+
+    res = ProbeResult()
+    job = await find_job(rc)
+    if job is None or rc.ctx.fanout is None:
+        res.add("UNKNOWN", "stacks.unavailable", "cannot dump stacks: " + ("no live job" if job is None else "no SSH fan-out"))
+        return res
+    spy = str(args.get("py_spy", rc.config.get("py_spy", "py-spy")))
+    match = str(args.get("process_match", rc.config.get("process_match", "python")))
+    stacks: dict[str, tuple[str, ...]] = {}
+    where: dict[str, tuple[str, str]] = {}
+    for node in job.nodes:
+        try:
+            procs = await node_processes(rc.ctx.fanout, node, job.job_id)
+        except CockpitError as exc:
+            res.add("UNKNOWN", "stacks.failed", f"{node}: cannot list the job's processes", str(exc))
+            continue
+        for p in procs:
+            if p.step in ("batch", "extern") or match not in p.command:
+                continue
+            dump = await run_on_node(rc, node, [spy, "dump", "--pid", str(p.pid)], timeout=30)
+            env = await run_on_node(rc, node, ["cat", f"/proc/{p.pid}/environ"])
+            if not dump.ok:
+                res.add("UNKNOWN", "stacks.failed", f"{node}: py-spy dump --pid {p.pid} failed", dump.error[:300])
+                continue
+            rank = _rank_of(env.text) if env.ok else None
+            label = f"rank {rank}" if rank is not None else f"pid {p.pid}"
+            stacks[label] = pyspy.parse_dump(dump.text).main
+            where[label] = (node, str(p.pid))
+            rc.say(f"py-spy {node} pid {p.pid} ({label}): {stacks[label][0] if stacks[label] else 'no frames'}")
+    res.data["stacks"] = {k: {"node": where[k][0], "pid": where[k][1], "frames": list(v)} for k, v in stacks.items()}
+    for frames, labels in pyspy.group_stacks(stacks):
+        res.evidence.append(f"{len(labels)} x [{', '.join(labels)}]: " + " <- ".join(frames[:6]))
+    odd = pyspy.find_odd(stacks)
+    if odd:
+        nodes = sorted({where[k][0] for k in odd.labels})
+        res.facts.update(straggler_node=nodes[0], straggler_nodes=",".join(nodes),
+                         straggler_rank=odd.labels[0].removeprefix("rank ").removeprefix("pid "))
+        res.add("CRIT", "stacks.straggler", f"straggler: {', '.join(odd.labels)} on {', '.join(nodes)}", odd.reason,
+                evidence=[f"{k} on {where[k][0]} (pid {where[k][1]}): " + " <- ".join(stacks[k][:6]) for k in odd.labels])
+    elif stacks:
+        res.add("OK", "stacks.uniform", f"{len(stacks)} rank(s) dumped; no stack stands out")
+    return res
+
+
+_LEGACY = {"NCCL_ASYNC_ERROR_HANDLING": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_BLOCKING_WAIT": "TORCH_NCCL_BLOCKING_WAIT"}
+REAL_VARIABLES = (
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING (0 none, 1 abort comm + tear down, 2 abort comm only, 3 tear down; default 3)",
+    "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC (monitor thread aborts a hung watchdog; 480 s in current PyTorch, 600 s in older)",
+    "TORCH_NCCL_TRACE_BUFFER_SIZE (flight recorder ring size; 0 = off) with TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+    "NCCL_IB_TIMEOUT (IB ack timeout 4.096 us x 2^value; default 20 since NCCL 2.23; documented range 1-31)",
+    "collective timeout: init_process_group(timeout=...) (default 10 min for NCCL); NCCL_TIMEOUT does not exist",
+)
+
+
+async def folklore(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
+    """Flag invented or legacy NCCL/PyTorch variables in the batch script and logs."""
+    res = ProbeResult()
+    job = await find_job(rc)
+    texts = dict(await _read_logs(rc, job)) if (job or rc.job_logs) else {}
+    if job is not None and rc.ctx.runner is not None:
+        try:
+            out = await rc.ctx.runner.run(["scontrol", "write", "batch_script", str(job.job_id), "-"])
+            if out.ok:
+                texts["batch script"] = out.text()
+        except CockpitError:
+            pass
+    for src, text in texts.items():
+        if re.search(r"(?<![A-Z_])NCCL_TIMEOUT\b", text):
+            res.add("WARN", "folklore.nccl_timeout", f"{src} sets NCCL_TIMEOUT, which is not an NCCL (or PyTorch) variable",
+                    fix="set the collective timeout with init_process_group(timeout=timedelta(...))")
+        for old, new in _LEGACY.items():
+            if re.search(rf"(?<![A-Z_]){old}\b", text):
+                res.add("OK", "folklore.legacy", f"{src} uses {old}: PyTorch still reads it as an alias of {new}",
+                        fix=f"use {new}")
+        for m in re.finditer(r"NCCL_IB_TIMEOUT=(\d+)", text):
+            if not 1 <= int(m.group(1)) <= 31:
+                res.add("WARN", "folklore.ib_timeout", f"{src}: NCCL_IB_TIMEOUT={m.group(1)} is outside 1-31",
+                        "the timeout is 4.096 us x 2^value; newer docs treat 0 or >= 32 as infinite")
+    res.add("OK", "folklore.reference", "the variables that really govern NCCL hangs", "; ".join(REAL_VARIABLES))
+    return res

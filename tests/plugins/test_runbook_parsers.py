@@ -1,0 +1,217 @@
+"""Runbook parsers over every recorded fixture: Xid, watchdog logs, InfiniBand
+sysfs, nvidia-smi -q text/XML, py-spy dumps. Expected values were read off the
+fixture files by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cockpit_runbooks import gpuhealth, ib, pyspy, watchdog, xid
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+XID = DATA / "xid-dmesg"
+WD = DATA / "pytorch-nccl-timeout"
+IB = DATA / "infiniband" / "gpud-sys-class-infiniband-h100-mlx5_0"
+
+
+def _xid(name: str) -> list[xid.XidEvent]:
+    return xid.parse_log((XID / name).read_text())
+
+
+# (file, [(xid, pci, pid)], {pci: resolved action})
+XID_CASES = [
+    ("gpud-dmesg-T-xid119-gsp-rpc-timeout-xe9680.log",
+     [(119, "0000:9b:00", 2024380)] * 3 + [(119, "0000:9b:00", 1263500), (119, "0000:9b:00", 1240590)],
+     {"0000:9b:00": "RESET_GPU"}),
+    ("gpud-dmesg-decode-iso-xid13-xid43-oom.log",
+     [(13, "0000:38:00", None)] * 16 + [(43, "0000:38:00", 2924364)], {"0000:38:00": "RESTART_APP"}),
+    ("gpud-nvidia-fabricmanager.log", [], {}),
+    ("ml-engineering-xid63-row-remapper.txt", [(63, "0000:10:1c", 1896)], {"0000:10:1c": "IGNORE"}),
+    ("modal-docs-gpu-health-xid79-line.txt", [(79, "0000:c6:00", 1101234)], {"0000:c6:00": "RESTART_BM"}),
+    ("open-gpu-kernel-modules-issue446-xid154-gsp-rpc-timeout-EXCERPT.txt", [(154, "0000:0b:00", None)],
+     {"0000:0b:00": "RESET_GPU"}),
+    ("pop-os-issue3363-xid79-journalctl-EXCERPT.txt", [(79, "0000:01:00", None), (None, "0000:01:00", None)],
+     {"0000:01:00": "RESTART_BM"}),
+]
+
+
+@pytest.mark.parametrize("name,events,actions", XID_CASES, ids=[c[0] for c in XID_CASES])
+def test_every_xid_fixture_parses_and_classifies(name, events, actions):
+    evs = _xid(name)
+    assert [(e.xid, e.pci, e.pid) for e in evs] == events
+    assert {v.pci: v.action for v in xid.by_gpu(evs)} == actions
+
+
+def test_all_fixture_files_are_covered():
+    assert {p.name for p in XID.iterdir() if p.name != "SOURCES.md"} == {c[0] for c in XID_CASES}
+    assert {p.name for p in WD.iterdir() if p.name != "SOURCES.md"} == set(WD_CASES)
+
+
+def test_xid_wrappers_give_their_time_stamps():
+    assert _xid("gpud-dmesg-T-xid119-gsp-rpc-timeout-xe9680.log")[0].stamp == "Sun Feb 23 16:24:18 2025"
+    assert _xid("gpud-dmesg-decode-iso-xid13-xid43-oom.log")[0].stamp == "2025-01-21T04:41:44,283302+00:00"
+    assert _xid("pop-os-issue3363-xid79-journalctl-EXCERPT.txt")[0].stamp == "Apr 29 19:24:11"
+    assert _xid("open-gpu-kernel-modules-issue446-xid154-gsp-rpc-timeout-EXCERPT.txt")[0].stamp == "2026-04-22T21:30:51.870495804Z"
+
+
+def test_xid_pid_name_and_message_fields():
+    ev = _xid("modal-docs-gpu-health-xid79-line.txt")[0]
+    assert (ev.process, ev.message) == ("nvc:[driver]", "GPU has fallen off the bus.")
+    iso = _xid("gpud-dmesg-decode-iso-xid13-xid43-oom.log")
+    assert iso[0].process == "<unknown>" and iso[0].message.startswith("Graphics SM Global Exception")
+    assert _xid("ml-engineering-xid63-row-remapper.txt")[0].message.startswith("Row Remapper: New row marked")
+    # 79 without pid (newer drivers) keeps the whole message
+    assert _xid("pop-os-issue3363-xid79-journalctl-EXCERPT.txt")[0].message == "GPU has fallen off the bus."
+
+
+def test_xid154_announces_its_recovery_action():
+    ev = _xid("open-gpu-kernel-modules-issue446-xid154-gsp-rpc-timeout-EXCERPT.txt")[0]
+    assert xid.recovery_154(ev.message) == ("None", "GPU Reset Required")
+    c = xid.classify(ev)
+    assert (c.catalog, c.action) == ("XID_154", "RESET_GPU")
+    # the reference's own example of a node-level recovery action (REFERENCE.md section 3)
+    assert xid.recovery_154("changed from 0x0 (None) to 0x2 (Node Reboot Required)") == ("None", "Node Reboot Required")
+
+
+def test_workflows_of_48_and_45_depend_on_the_other_xids_of_the_gpu():
+    e48 = xid.XidEvent(1, "0000:01:00", 48, "DBE")
+    assert xid.classify(e48).action == "RESET_GPU"
+    assert xid.classify(e48, [48, 63]).action == "DRAIN_AND_RESET"
+    e45 = xid.XidEvent(1, "0000:01:00", 45, "")
+    assert xid.classify(e45).action == "RESTART_FM"
+    assert xid.classify(e45, [45, 79]).action == "IGNORE"
+    assert xid.classify(xid.XidEvent(1, "x", 9999, "")).action == "CONTACT_SUPPORT"
+
+
+def test_pci_ids_from_dmesg_and_nvidia_smi_normalise_alike():
+    assert xid.norm_pci("00000000:9B:00.0") == xid.norm_pci("0000:9b:00") == "0000:9b:00"
+
+
+WD_CASES = {
+    "deepspeed-2gpu-broadcast-timeout-flightrecorder-disabled-torch2.6-style.log": {
+        0: {"pg": "1", "seq": 1, "op": "BROADCAST", "numel_in": 131072000, "timeout_ms": 600000, "ran_for_ms": 600081,
+            "last_enqueued": 547, "last_completed": -1, "timeouts": 1},
+        1: {"pg": "1", "seq": 1, "op": "BROADCAST", "numel_in": 131072000, "timeout_ms": 600000, "ran_for_ms": 600088,
+            "last_enqueued": 547, "last_completed": -1, "timeouts": 1},
+    },
+    "llamafactory-issue7396-allreduce-watchdog-timeout-EXCERPT.log": {
+        0: {"pg": "1", "seq": 1580, "op": "ALLREDUCE", "numel_in": 466119168, "timeout_ms": 600000, "ran_for_ms": 600060,
+            "last_enqueued": 1582, "last_completed": 1579, "timeouts": 1},
+        3: {"pg": "1", "seq": None, "op": None, "numel_in": None, "timeout_ms": None, "ran_for_ms": None,
+            "last_enqueued": 1582, "last_completed": 1579, "timeouts": 0},
+        4: {"pg": None, "seq": 1580, "op": "ALLREDUCE", "numel_in": 466119168, "timeout_ms": 600000, "ran_for_ms": 600067,
+            "last_enqueued": None, "last_completed": None, "timeouts": 1},
+    },
+    "pytorch-issue118369-legacy-format-seqnum-skew-EXCERPT.log": {
+        # four lines for rank 0, two of them identical (counted once)
+        0: {"pg": None, "seq": 96125, "op": "ALLREDUCE", "numel_in": None, "timeout_ms": 1800000, "ran_for_ms": 25625593,
+            "last_enqueued": None, "last_completed": None, "timeouts": 3},
+        7: {"pg": None, "seq": 64088, "op": "ALLREDUCE", "numel_in": None, "timeout_ms": 1800000, "ran_for_ms": 25625251,
+            "last_enqueued": None, "last_completed": None, "timeouts": 1},
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(WD_CASES))
+def test_every_watchdog_log_parses_per_rank(name):
+    log = watchdog.parse((WD / name).read_text())
+    got = {r: {k: v for k, v in rep.to_dict().items() if k in WD_CASES[name][r]} for r, rep in log.ranks.items()}
+    assert got == WD_CASES[name]
+
+
+def test_the_rank_behind_is_named():
+    legacy = watchdog.parse((WD / "pytorch-issue118369-legacy-format-seqnum-skew-EXCERPT.log").read_text())
+    v = watchdog.compare(legacy)
+    assert v.behind == (7,) and "SeqNum 64088" in v.reasons[0]
+    # rank 2's line is cut in the excerpt and rank 1 never appears: both silent
+    llama = watchdog.parse((WD / "llamafactory-issue7396-allreduce-watchdog-timeout-EXCERPT.log").read_text())
+    assert watchdog.compare(llama).behind == (1, 2)
+    assert watchdog.compare(llama, world=range(5)).behind == (1, 2)
+    ds = watchdog.parse((WD / "deepspeed-2gpu-broadcast-timeout-flightrecorder-disabled-torch2.6-style.log").read_text())
+    v = watchdog.compare(ds)
+    assert v.behind == () and v.in_sync and ds.flight_recorder_off
+    assert not legacy.flight_recorder_off
+
+
+def test_nccl_warn_line_structure():
+    # Structure only, shaped like NCCL's own prefix "host:pid:tid [dev] NCCL WARN" (src/debug.cc);
+    # no recorded WARN line is among the fixtures.
+    log = watchdog.parse("nodeA:123:456 [3] NCCL WARN example message\n")
+    assert [(w.host, w.pid, w.device, w.message) for w in log.warns] == [("nodeA", 123, 3, "example message")]
+
+
+def test_infiniband_sysfs_counters_are_read():
+    ports = ib.read_root(IB.parent)
+    assert [p.name for p in ports] == ["gpud-sys-class-infiniband-h100-mlx5_0/1"]
+    p = ports[0]
+    assert (p.state, p.phys_state, p.rate_gbps, p.link_layer) == ("ACTIVE", "LinkUp", 400.0, "InfiniBand")
+    files = {f.name: int(f.read_text()) for f in (IB / "ports/1/counters").iterdir()}
+    hw = {f.name: int(f.read_text()) for f in (IB / "ports/1/hw_counters").iterdir()}
+    assert p.counters == files and p.hw_counters == hw
+    assert (p.counters["port_rcv_errors"], p.counters["symbol_error"], p.hw_counters["rx_dct_connect"]) == (14, 0, 422237)
+    assert ib.read_root(IB)[0].counters == p.counters  # a device directory works too
+
+
+def test_infiniband_rules():
+    port = ib.read_root(IB)[0]
+    assert ib.check_ports([port]) == []
+    assert [x.kind for x in ib.check_ports([port], expected_rate_gbps=800)] == ["rate"]
+    from dataclasses import replace
+
+    later = replace(port, counters={**port.counters, "symbol_error": 5, "link_downed": 1}, state="DOWN", phys_state="Polling")
+    kinds = sorted((x.kind, x.severity) for x in ib.check_ports([later], before=[port]))
+    assert kinds == [("counter", "WARN"), ("flap", "CRIT"), ("state", "CRIT"), ("state", "CRIT")]
+
+
+def test_infiniband_dump_format_matches_the_directory_reader():
+    lines = [f"/sys/class/infiniband/mlx5_0/ports/1/{f.relative_to(IB / 'ports/1').as_posix()}\t{f.read_text().strip()}"
+             for f in sorted((IB / "ports/1").rglob("*")) if f.is_file()]
+    dumped = ib.parse_dump("\n".join(lines))
+    direct = ib.read_root(IB)[0]
+    assert dumped[0].name == "mlx5_0/1"
+    assert (dumped[0].counters, dumped[0].state, dumped[0].rate_gbps) == (direct.counters, direct.state, direct.rate_gbps)
+
+
+def test_nvidia_smi_q_text_ecc_and_remap():
+    (g,) = gpuhealth.parse_any((DATA / "nvidia-smi-q/nvidia-smi-q-ecc-row-remap-pending-a100-xid63-ml-engineering.txt").read_text())
+    assert (g.ecc_corr_volatile, g.ecc_uncorr_volatile, g.ecc_corr_aggregate) == (177, 0, 177)
+    assert (g.remapped_correctable, g.remapped_uncorrectable, g.remapped_pending, g.remapped_failure) == (1, 0, True, False)
+    assert [(p.kind, p.severity) for p in gpuhealth.check_gpu(g)] == [("remap", "WARN")]
+
+
+def test_nvidia_smi_q_xml():
+    (g,) = gpuhealth.parse_any((DATA / "nvidia-smi-q/nvidia-smi-q-x-a100-sxm4-v12-telegraf.xml").read_text())
+    assert (g.index, g.temp_gpu, g.power_w, g.power_limit_w) == (1, 27.0, 67.03, 500.0)
+    assert (g.pcie_gen, g.pcie_gen_max, g.pcie_width, g.pcie_width_max) == (4, 4, 16, 16)
+    assert (g.clock_event_reasons, g.ecc_uncorr_volatile, g.remapped_pending) == (0, 0, None)
+    assert gpuhealth.check_gpu(g) == []
+    assert [p.kind for p in gpuhealth.check_gpu(g, temp_warn_c=20)] == ["thermal"]
+
+
+def test_nvidia_smi_query_csv_reuses_the_telemetry_parser():
+    idle = DATA / "nvidia-smi" / "query-gpu-h100-idle.csv"
+    if not idle.exists():
+        pytest.skip("tests/data/nvidia-smi (telemetry helper's copy) is absent")
+    (g,) = gpuhealth.parse_any(idle.read_text())
+    assert g.clock_events == ("gpu_idle",) and not g.pcie_degraded
+    assert gpuhealth.check_gpu(g) == []
+
+
+def test_pyspy_dump_groups_and_odd_rank():
+    # py-spy 0.4.3's dump layout (Process/Python/Thread/frames), as printed here by
+    # `py-spy dump` of a local process; the cluster test runs the real thing.
+    blocked = ('Process 11: python job.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n'
+               'Thread 11 (idle): "MainThread"\n    all_reduce (torch/distributed/distributed_c10d.py:2806)\n'
+               '    wrapper (torch/distributed/c10d_logger.py:81)\n    <module> (job.py:20)\n')
+    sleeping = ('Process 12: python job.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n'
+                'Thread 12 (idle): "MainThread"\n    <module> (job.py:17)\n'
+                'Thread 13 (idle): "Thread-1"\n    run (threading.py:982)\n')
+    d = pyspy.parse_dump(sleeping)
+    assert d.pid == 12 and d.main == ("<module> (job.py:17)",) and len(d.threads) == 2
+    stacks = {"rank 0": pyspy.parse_dump(blocked).main, "rank 1": d.main, "rank 2": pyspy.parse_dump(blocked).main}
+    assert [len(labels) for _, labels in pyspy.group_stacks(stacks)] == [2, 1]
+    odd = pyspy.find_odd(stacks)
+    assert odd is not None and odd.labels == ("rank 1",)
+    assert pyspy.find_odd({"rank 0": stacks["rank 0"], "rank 2": stacks["rank 2"]}) is None

@@ -1,0 +1,41 @@
+"""The runbook screen: steps, live evidence, findings and the proposed argv (Pilot)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App
+from textual.widgets import Log, Static
+
+from cockpit.plugins.api import CheckContext
+from cockpit_runbooks import load_runbooks, plugin
+from cockpit_runbooks.context import RunContext
+from cockpit_runbooks.screen import RunbookScreen
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+async def test_screen_shows_steps_evidence_findings_and_argv():
+    books, _ = load_runbooks()
+    log = str(DATA / "xid-dmesg" / "modal-docs-gpu-health-xid79-line.txt")
+    rc = RunContext(CheckContext(backend=None, config={}), node="gpu07", kernel_logs=(log,))
+    screen = RunbookScreen(books["gpu-xid"], rc)
+
+    class _App(App):
+        def on_mount(self) -> None:
+            self.push_screen(screen)
+
+    async with _App().run_test(size=(140, 40)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if len(screen.outcomes) == len(books["gpu-xid"].steps):
+                break
+        steps = str(screen.query_one("#rb-steps", Static).render())
+        found = str(screen.query_one("#rb-findings", Static).render())
+        evidence = "\n".join(screen.query_one("#rb-evidence", Log).lines)
+    assert "Xid 79 -> RESTART_BM" in evidence
+    assert "GPU has fallen off the bus" in found
+    # no actions layer in this context: the action step says so instead of acting
+    assert screen.outcomes["reboot"].status == "skipped" and "no actions layer" in screen.outcomes["reboot"].why
+    assert "skipped" in steps
+    assert plugin.screens["runbook"] == "cockpit_runbooks.screen:RunbookScreen"
