@@ -94,13 +94,19 @@ install_configs() {
   version_ge "$version" 24.05 && plugin="CgroupPlugin=disabled"
   render slurm.conf.in NAME="$COCKPIT_CLUSTER_NAME" HEAD_ADDR="$COCKPIT_CLUSTER_HEAD_ADDR" \
     CTLD_PORT="$COCKPIT_CLUSTER_CTLD_PORT" SLURMD_PORT="$COCKPIT_CLUSTER_SLURMD_PORT" \
-    NODE_LINES="$(node_lines)" > "$tmp/slurm.conf"
+    CONF_DIR="$COCKPIT_CLUSTER_CONF_DIR" NODE_LINES="$(node_lines)" > "$tmp/slurm.conf"
+  # Clients inside jobs (see TaskProlog in slurm.conf.in).
+  sed 's/^CommunicationParameters=.*/CommunicationParameters=NoCtldInAddrAny/' "$tmp/slurm.conf" \
+    > "$tmp/slurm-client.conf"
+  printf '#!/bin/sh\n# %s: job tasks use the client config (see slurm.conf)\necho "export SLURM_CONF=%s"\n' \
+    "$MARK" "$COCKPIT_CLUSTER_CONF_DIR/slurm-client.conf" > "$tmp/task-prolog.conf"
   render gres.conf.in NODES="node[01-$(last_node | cut -c5-)]" GPU_TYPE="$COCKPIT_CLUSTER_GPU_TYPE" \
     LAST_GPU=$((COCKPIT_CLUSTER_GPUS - 1)) > "$tmp/gres.conf"
   render cgroup.conf.in CGROUP_PLUGIN="$plugin" > "$tmp/cgroup.conf"
   topology_lines > "$tmp/topology.conf"
-  for f in slurm gres cgroup topology; do
+  for f in slurm slurm-client gres cgroup topology task-prolog; do
     local dst="$COCKPIT_CLUSTER_CONF_DIR/$f.conf"
+    [ "$f" = task-prolog ] && dst="$COCKPIT_CLUSTER_CONF_DIR/task-prolog"
     if [ -e "$dst" ] && ! grep -q "$MARK" "$dst"; then
       rm -rf "$tmp"; die "$dst exists and was not written by this script; move it away first"
     fi
@@ -112,7 +118,8 @@ install_configs() {
     mkdir -p "$PIDS" "$NSDIR" "$SSHD"
   fi
   if [ $changed = 1 ]; then
-    for f in slurm gres cgroup topology; do install -m 644 "$tmp/$f.conf" "$COCKPIT_CLUSTER_CONF_DIR/$f.conf"; done
+    for f in slurm slurm-client gres cgroup topology; do install -m 644 "$tmp/$f.conf" "$COCKPIT_CLUSTER_CONF_DIR/$f.conf"; done
+    install -m 755 "$tmp/task-prolog.conf" "$COCKPIT_CLUSTER_CONF_DIR/task-prolog"
   fi
   rm -rf "$tmp"
 }

@@ -81,3 +81,15 @@ def test_cluster_daemons_listen_on_loopback_only(cluster):
         local = line.split()[3]
         addr = local.rsplit(":", 1)[0].strip("[]")
         assert ipaddress.ip_address(addr).is_loopback, line
+
+
+def test_srun_inside_a_batch_job_spans_two_nodes(cluster, tmp_path):
+    """A job step launched from inside a batch job (how nccl-tests and torch jobs
+    start) reaches both nodes: the task prolog's client config makes it work."""
+    out = tmp_path / "steps.out"
+    job = submit("srun hostname", nodes=2, output=str(out), job_name="cockpit-smoke-steps")
+    try:
+        text = wait_for(lambda: out.exists() and len(out.read_text().split()) >= 2 and out.read_text(), timeout=60)
+        assert sorted(text.split()) == ["node01", "node02"]
+    finally:
+        cancel(job)
