@@ -1,0 +1,156 @@
+"""Filter and sort rows of any table, without Textual.
+
+A filter is what an operator types after ``/``::
+
+    gpu drain                 plain words: every word must appear somewhere in the row
+    state:drain user:alice    field terms: the field's text contains the value (case-insensitive)
+    state:drain,down          a comma means "any of"
+    -state:idle  state!=idle  negation
+    gpus>0  mem>=512 time<60  numeric comparisons (>, >=, <, <=, =, !=)
+
+Rows are plain tuples of values (one per column, ``None`` for missing) plus a
+lower-cased "haystack" string for the plain words. ``compile_query`` turns the
+text into one predicate, so filtering 100k rows costs one call per row.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cockpit.errors import UsageError
+
+_TERM = re.compile(r"^(?P<neg>-)?(?P<field>[A-Za-z_][\w.]*)(?P<op>:|!=|>=|<=|=|>|<)(?P<value>.*)$")
+_NUMERIC_OPS = (">", ">=", "<", "<=")
+
+Predicate = Callable[[Sequence[Any], str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One part of a query: a plain word (field None) or ``field op value``."""
+
+    field: str | None
+    op: str
+    value: str
+    negate: bool = False
+
+
+def parse_query(text: str, fields: Iterable[str], aliases: Mapping[str, str] | None = None) -> tuple[Term, ...]:
+    """Split ``text`` into terms; field names are checked against ``fields``.
+
+    Raises UsageError naming an unknown field or a non-numeric comparison value.
+    """
+    known = {f.lower(): f for f in fields}
+    alias = {k.lower(): v for k, v in (aliases or {}).items()}
+    terms: list[Term] = []
+    for word in text.split():
+        m = _TERM.match(word)
+        if not m or not m["value"] and m["op"] != ":":
+            terms.append(Term(None, ":", word.lstrip("-").lower(), word.startswith("-") and len(word) > 1))
+            continue
+        name = m["field"].lower()
+        field = known.get(name) or alias.get(name)
+        if field is None:
+            raise UsageError(f"unknown filter field {m['field']!r} (known: {', '.join(sorted(known))})")
+        op, value, neg = m["op"], m["value"], bool(m["neg"])
+        if op == "!=":
+            op, neg = "=", not neg
+        if op in _NUMERIC_OPS and _number(value) is None:
+            raise UsageError(f"{m['field']}{op}{value}: {value!r} is not a number")
+        terms.append(Term(field, op, value.lower(), neg))
+    return tuple(terms)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return " ".join(str(v) for v in value).lower()
+    return str(value).lower()
+
+
+def _field_test(term: Term) -> Callable[[Any], bool]:
+    """A test of one cell value for a field term."""
+    if term.op in _NUMERIC_OPS:
+        want = _number(term.value)
+        cmp = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}[term.op]
+        return lambda v: (n := _number(v)) is not None and cmp(n, want)
+    options = [o for o in term.value.split(",") if o] or [""]
+    if term.op == "=":
+        nums = [_number(o) for o in options]
+
+        def equal(v: Any) -> bool:
+            n = _number(v)
+            if n is not None and all(x is not None for x in nums):
+                return n in nums
+            return _text(v) in options
+
+        return equal
+    return lambda v: any(o in _text(v) for o in options)
+
+
+def compile_query(
+    text: str, fields: Sequence[str], aliases: Mapping[str, str] | None = None
+) -> Predicate | None:
+    """A predicate ``(values, haystack) -> bool`` for ``text``; None when empty.
+
+    ``values`` is indexed like ``fields``; ``haystack`` is the row's text in
+    lower case. Raises UsageError as ``parse_query`` does.
+    """
+    terms = parse_query(text, fields, aliases)
+    if not terms:
+        return None
+    index = {f: i for i, f in enumerate(fields)}
+    checks: list[Callable[[Sequence[Any], str], bool]] = []
+    for t in terms:
+        if t.field is None:
+            word = t.value
+            check = (lambda vals, hay, w=word: w in hay)
+        else:
+            i, test = index[t.field], _field_test(t)
+            check = (lambda vals, hay, i=i, test=test: test(vals[i]))
+        checks.append((lambda vals, hay, c=check: not c(vals, hay)) if t.negate else check)
+    return lambda vals, hay: all(c(vals, hay) for c in checks)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(value: Any) -> tuple:
+    """Sort key: numbers numerically, strings case-insensitively with digit runs as numbers
+    (node2 before node10); None and empty values sort last."""
+    if value is None or value == "":
+        return (2,)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, value)
+    s = _text(value)
+    parts = _DIGITS.split(s)
+    return (1, tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p))
+
+
+def sort_order(
+    keys: Sequence[Any], values: Sequence[Sequence[Any]], column: int | None, reverse: bool = False
+) -> list[Any]:
+    """Row keys ordered by ``values[i][column]`` (natural order, missing values last even when
+    reversed); the original order when ``column`` is None. Stable."""
+    if column is None:
+        return list(reversed(keys)) if reverse else list(keys)
+    decorated = [(natural_key(v[column]), k) for k, v in zip(keys, values)]
+    present = [d for d in decorated if d[0][0] != 2]
+    missing = [d for d in decorated if d[0][0] == 2]
+    present.sort(key=lambda d: d[0], reverse=reverse)
+    return [k for _, k in present] + [k for _, k in missing]

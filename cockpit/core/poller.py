@@ -1,0 +1,223 @@
+"""The one poller of the app: fetches each resource kind on its own interval.
+
+No Textual here. The TUI runs :meth:`Poller.run` in one worker and receives
+every new :class:`~cockpit.models.ClusterSnapshot` through ``on_update``.
+
+Rules it keeps (tested in tests/unit/test_poller.py with a fake clock):
+
+* one fetch per kind at a time; a poll never overlaps the previous one;
+* adaptive: the interval of a kind is at least ``ADAPT_FACTOR`` x its last
+  fetch's duration, so a slow controller is asked less often;
+* pause/resume (resume refreshes at once);
+* on failure the last data stays, the status turns stale with the cause and the
+  time of the last success, and the kind is retried with exponential backoff
+  (capped) until it succeeds, which clears the stale state by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cockpit.backends.base import RESOURCE_KINDS
+from cockpit.models import ClusterSnapshot, Topology
+
+ADAPT_FACTOR = 5.0
+MAX_BACKOFF = 120.0
+MIN_SLEEP = 0.05
+DEFAULT_INTERVALS = {"nodes": 5.0, "jobs": 5.0, "partitions": 30.0, "topology": 300.0}
+
+
+@dataclass(frozen=True, slots=True)
+class KindStatus:
+    """What the poller knows about one resource kind."""
+
+    last_ok: float | None = None  # clock time of the last successful fetch
+    last_duration: float = 0.0
+    failures: int = 0  # consecutive
+    error: str = ""  # cause of the last failure, "" after a success
+    next_due: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PollStatus:
+    """Immutable view of the poller for the header and the stale banner."""
+
+    kinds: Mapping[str, KindStatus] = field(default_factory=dict)
+    paused: bool = False
+    now: float = 0.0
+
+    @property
+    def stale(self) -> bool:
+        return any(k.failures for k in self.kinds.values())
+
+    @property
+    def cause(self) -> str:
+        return "; ".join(f"{n}: {k.error}" for n, k in self.kinds.items() if k.failures)
+
+    @property
+    def data_time(self) -> float | None:
+        """Time of the oldest successful fetch among nodes and jobs (what the screen shows)."""
+        times = [k.last_ok for n, k in self.kinds.items() if n in ("nodes", "jobs")]
+        if not times or any(t is None for t in times):
+            return None
+        return min(times)  # type: ignore[type-var]
+
+    def age(self) -> float | None:
+        t = self.data_time
+        return None if t is None else max(0.0, self.now - t)
+
+    @property
+    def next_retry(self) -> float | None:
+        due = [k.next_due for k in self.kinds.values() if k.failures]
+        return min(due) if due else None
+
+
+UpdateCallback = Callable[[ClusterSnapshot, PollStatus], Any]
+
+
+class Poller:
+    """Fetches from ``backend`` and calls ``on_update(snapshot, status)`` after each poll.
+
+    ``clock`` gives the time (default ``time.time``) and ``sleep`` waits (default
+    ``asyncio.sleep``); tests replace both.
+    """
+
+    def __init__(
+        self,
+        backend: Any,
+        on_update: UpdateCallback,
+        intervals: Mapping[str, float] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.backend = backend
+        self.on_update = on_update
+        self.intervals = {**DEFAULT_INTERVALS, **{k: float(v) for k, v in (intervals or {}).items() if k in RESOURCE_KINDS}}
+        self.clock, self._sleep, self._timer = clock, sleep, timer
+        self._status = {k: KindStatus() for k in RESOURCE_KINDS}
+        self._data: dict[str, Any] = {"nodes": (), "jobs": (), "partitions": (), "topology": Topology()}
+        self._paused = False
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()  # a poll never overlaps the previous one
+        self._version = ""
+        self.polls = 0  # number of completed polls (for tests and the bench)
+
+    # -- control --------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def pause(self) -> None:
+        self._paused = True
+        self._wake.set()
+
+    def resume(self) -> None:
+        """Resume and refresh every kind at once."""
+        self._paused = False
+        self.refresh_now()
+
+    def refresh_now(self) -> None:
+        """Make every kind due now (the ``r`` key)."""
+        self._status = {k: replace(s, next_due=0.0) for k, s in self._status.items()}
+        self._wake.set()
+
+    def status(self) -> PollStatus:
+        return PollStatus(dict(self._status), self._paused, self.clock())
+
+    def interval(self, kind: str) -> float:
+        """Effective interval: the configured one, raised to 5x the last fetch's duration."""
+        return max(self.intervals[kind], ADAPT_FACTOR * self._status[kind].last_duration)
+
+    # -- polling --------------------------------------------------------
+    def due(self, now: float) -> list[str]:
+        return [k for k, s in self._status.items() if s.next_due <= now]
+
+    async def poll_once(self) -> ClusterSnapshot | None:
+        """Fetch every due kind (concurrently, each at most once) and publish.
+
+        Returns the new snapshot, or None when paused or nothing was due.
+        Backend errors never escape: they become the stale state.
+        """
+        async with self._lock:
+            return await self._poll_locked()
+
+    async def _poll_locked(self) -> ClusterSnapshot | None:
+        now = self.clock()
+        kinds = [] if self._paused else self.due(now)
+        if not kinds:
+            return None
+        if not self._version:
+            try:
+                self._version = await self.backend.version()
+            except Exception:  # noqa: BLE001 - the fetches below report the cause
+                pass
+        await asyncio.gather(*(self._fetch(k) for k in kinds))
+        snap = self.snapshot()
+        self.polls += 1
+        result = self.on_update(snap, self.status())
+        if asyncio.iscoroutine(result):
+            await result
+        return snap
+
+    async def _fetch(self, kind: str) -> None:
+        fetch = getattr(self.backend, f"fetch_{kind}")
+        start = self._timer()
+        try:
+            data = await fetch()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure becomes "stale", never a crash
+            self._failed(kind, exc)
+            return
+        duration = self._timer() - start
+        self._data[kind] = data
+        st = replace(self._status[kind], last_ok=self.clock(), last_duration=duration, failures=0, error="")
+        self._status[kind] = st
+        self._status[kind] = replace(st, next_due=self.clock() + self.interval(kind))
+
+    def _failed(self, kind: str, exc: BaseException) -> None:
+        old = self._status[kind]
+        failures = old.failures + 1
+        base = min(self.intervals[kind], 5.0)  # retry soon at first, however long the interval
+        delay = min(base * 2 ** (failures - 1), MAX_BACKOFF)
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        self._status[kind] = replace(old, failures=failures, error=cause, next_due=self.clock() + delay)
+
+    def snapshot(self) -> ClusterSnapshot:
+        """The latest data of every kind as one immutable snapshot."""
+        st = self.status()
+        errors = tuple(f"{n}: {k.error}" for n, k in st.kinds.items() if k.failures)
+        return ClusterSnapshot(
+            nodes=tuple(self._data["nodes"]),
+            partitions=tuple(self._data["partitions"]),
+            jobs=tuple(self._data["jobs"]),
+            topology=self._data["topology"],
+            fetched_at=st.data_time or 0.0,
+            source=getattr(self.backend, "description", ""),
+            slurm_version=self._version,
+            errors=errors,
+            simulated=bool(getattr(self.backend, "simulated", False) or getattr(self.backend, "name", "") == "demo"),
+        )
+
+    def next_wake(self) -> float:
+        """Seconds until the next kind is due (never below MIN_SLEEP)."""
+        now = self.clock()
+        return max(MIN_SLEEP, min(s.next_due for s in self._status.values()) - now)
+
+    async def run(self) -> None:
+        """Poll forever (until cancelled). Sleeps until the next kind is due, pause or a
+        refresh request."""
+        while True:
+            await self.poll_once()
+            self._wake.clear()
+            wait = 3600.0 if self._paused else self.next_wake()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=wait) if wait > MIN_SLEEP else await self._sleep(wait)
+            except asyncio.TimeoutError:
+                pass

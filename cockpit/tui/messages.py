@@ -1,0 +1,52 @@
+"""Small Messages that carry data into the app. Newer ones replace queued older ones."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from textual.message import Message
+
+from cockpit.core.poller import PollStatus
+from cockpit.models import ClusterSnapshot
+
+# Telemetry seam (filled by the SSH/telemetry issue): post
+#   TelemetryUpdated({("node01", 0): {"util": 97.0, "mem": 81.0, "temp": 64.0,
+#                                      "power": 512.0, "ecc": 0, "throttle": "none"}, ...})
+# to the app (``app.post_message``, thread-safe) or call ``app.set_telemetry(mapping)``.
+# Units: util and mem in percent, temp in °C, power in W, ecc an error count,
+# throttle a short reason word. Missing keys/GPUs leave the cells empty.
+TelemetryMap = Mapping[tuple[str, int], Mapping[str, Any]]
+
+
+class SnapshotUpdated(Message):
+    """The poller produced a new snapshot (and its status)."""
+
+    def __init__(self, snapshot: ClusterSnapshot, status: PollStatus) -> None:
+        super().__init__()
+        self.snapshot, self.status = snapshot, status
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SnapshotUpdated)
+
+
+class StatusUpdated(Message):
+    """Poller status changed without new data (pause, failure)."""
+
+    def __init__(self, status: PollStatus) -> None:
+        super().__init__()
+        self.status = status
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, StatusUpdated)
+
+
+class TelemetryUpdated(Message):
+    """Live GPU telemetry keyed by (node, GPU index); see TelemetryMap above."""
+
+    def __init__(self, telemetry: TelemetryMap) -> None:
+        super().__init__()
+        self.telemetry = telemetry
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, TelemetryUpdated)

@@ -1,0 +1,214 @@
+"""Drill-down screens: job -> its nodes -> node -> its jobs. Escape goes back."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from cockpit.core.text import clean, tail_lines
+from cockpit.models import ClusterSnapshot, Job, Node
+from cockpit.tui.rows import duration, gpu_holders, job_state_text, limit_text, node_state_text
+
+TAIL_BYTES = 16384
+TAIL_LINES = 12
+
+
+def _fmt_time(epoch: Any, now: float) -> str:
+    import time as _t
+
+    if not epoch:
+        return ""
+    stamp = _t.strftime("%Y-%m-%d %H:%M:%S", _t.gmtime(epoch))
+    delta = now - epoch
+    return f"{stamp} UTC ({duration(abs(delta))} {'ago' if delta >= 0 else 'from now'})"
+
+
+def _kv_table(pairs: list[tuple[str, str]]) -> Table:
+    t = Table.grid(padding=(0, 1))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
+    for k, v in pairs:
+        t.add_row(k, Text(v))  # Text: cluster strings are never markup
+    return t
+
+
+def read_tail(path: str) -> list[str] | None:
+    """Last lines of a local file, or None when it is not readable here."""
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - TAIL_BYTES))
+            return tail_lines(fh.read(), TAIL_LINES)
+    except OSError:
+        return None
+
+
+class DetailScreen(Screen):
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+    DEFAULT_CSS = """
+    DetailScreen VerticalScroll { height: 1fr; }
+    DetailScreen OptionList { height: auto; max-height: 12; }
+    DetailScreen .title { background: $panel; text-style: bold; height: 1; }
+    """
+
+    def __init__(self, key: Any) -> None:
+        super().__init__()
+        self.key = key
+        self.body = Static("", classes="body")
+        self.links = OptionList()
+        self.extra = Static("")
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="title", id="detail-title")
+        with VerticalScroll():
+            yield self.body
+            yield self.links
+            yield self.extra
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_snapshot(self.app.snapshot)
+
+    def refresh_snapshot(self, snap: ClusterSnapshot | None) -> None:
+        raise NotImplementedError
+
+    def _set_links(self, options: list[Option]) -> None:
+        highlighted = self.links.highlighted
+        self.links.clear_options()
+        self.links.add_options(options)
+        self.links.display = bool(options)
+        if options:
+            self.links.highlighted = min(highlighted or 0, len(options) - 1)
+
+
+class JobDetailScreen(DetailScreen):
+    """All fields of one job, its nodes with GPU indexes (enter opens a node), log tails."""
+
+    def refresh_snapshot(self, snap: ClusterSnapshot | None) -> None:
+        job = next((j for j in snap.jobs if j.job_id == self.key), None) if snap else None
+        title = self.query_one("#detail-title", Static)
+        if job is None:
+            title.update(Text(f" job {self.key}: not in the queue any more (finished or purged)"))
+            return
+        title.update(Text(f" job {job.display_id}  {clean(job.name, 60)}  {job_state_text(job)}"))
+        self.body.update(self.job_table(job))
+        gpus = {g.node: g for g in job.gpus}
+        opts = []
+        for node in job.nodes:
+            g = gpus.get(node)
+            idx = ",".join(map(str, g.indexes)) if g else ""
+            label = Text(f"→ {clean(node, 30)}" + (f"  GPUs {clean(g.type or 'gpu', 10)} [{idx}]" if g else ""))
+            opts.append(Option(label, id=f"node:{node}"))
+        self._set_links(opts)
+        self.load_logs(job.stdout, job.stderr)
+
+    def job_table(self, job: Job) -> Table:
+        now = self.app.clock()
+        pairs = []
+        for f in dataclasses.fields(job):
+            v = getattr(job, f.name)
+            if f.name in ("submit_time", "start_time", "end_time"):
+                v = _fmt_time(v, now)
+            elif f.name == "time_limit":
+                v = limit_text(v)
+            elif f.name == "gpus":
+                v = "; ".join(f"{g.node}: {g.type or 'gpu'}x{g.count} idx {','.join(map(str, g.indexes))}" for g in v)
+            elif isinstance(v, (tuple, frozenset)):
+                v = ",".join(sorted(map(str, v))) if isinstance(v, frozenset) else ",".join(map(str, v))
+            pairs.append((f.name, clean("" if v is None else v, 200)))
+        pairs.insert(1, ("display id", job.display_id))
+        return _kv_table(pairs)
+
+    @work(thread=True, exclusive=True, group="logs", description="read log tails")
+    def load_logs(self, stdout: str, stderr: str) -> None:
+        out = Text()
+        for label, path in (("stdout", stdout), ("stderr", stderr)):
+            if not path or (label == "stderr" and path == stdout):
+                continue
+            lines = read_tail(path)
+            out.append(f"\n{label}: ", style="bold")
+            out.append(clean(path, 200))
+            if lines is None:
+                out.append("  (not readable from here)\n", style="dim")
+                continue
+            out.append("\n")
+            for line in lines:
+                out.append("  " + clean(line, 300) + "\n")
+        self.app.call_from_thread(self.extra.update, out)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        oid = event.option.id or ""
+        if oid.startswith("node:"):
+            self.app.push_screen(NodeDetailScreen(oid[5:]))
+
+
+class NodeDetailScreen(DetailScreen):
+    """State, reason (who, when), each GPU index with its holder, jobs on the node."""
+
+    def refresh_snapshot(self, snap: ClusterSnapshot | None) -> None:
+        node = next((n for n in snap.nodes if n.name == self.key), None) if snap else None
+        title = self.query_one("#detail-title", Static)
+        if node is None:
+            title.update(Text(f" node {clean(self.key, 40)}: not known to Slurm any more"))
+            return
+        title.update(Text(f" node {clean(node.name, 40)}  {node_state_text(node)}"))
+        jobs = [j for j in snap.jobs if node.name in j.nodes]
+        self.body.update(self.node_table(node, snap))
+        self._set_links([
+            Option(Text(f"→ job {j.display_id}  {clean(j.user, 12)}  {clean(j.name, 30)}  {j.state.lower()}"), id=f"job:{j.job_id}")
+            for j in jobs
+        ])
+        self.extra.update(Text(f"\n{len(jobs)} job(s) on this node" if jobs else "\nno jobs on this node"))
+
+    def node_table(self, node: Node, snap: ClusterSnapshot) -> Table:
+        now = self.app.clock()
+        pairs = [
+            ("state", f"{node.display_state} (base {node.state}; flags {', '.join(sorted(node.flags)) or 'none'})"),
+            ("reason", clean(node.reason or "", 200)),
+            ("set by", clean(node.reason_user or "", 40)),
+            ("set at", _fmt_time(node.reason_time, now)),
+            ("cpus", f"{node.alloc_cpus}/{node.cpus} allocated"),
+            ("memory", f"{node.alloc_memory_mb}/{node.memory_mb} MB allocated"),
+            ("partitions", clean(",".join(node.partitions), 200)),
+            ("features", clean(",".join(node.features), 200)),
+            ("address", clean(node.address or "", 60)),
+            ("boot", _fmt_time(node.boot_time, now)),
+            ("switches", " → ".join(snap.topology.path(node.name)) or "—"),
+        ]
+        table = _kv_table(pairs)
+        holders = gpu_holders([j for j in snap.jobs if node.name in j.nodes])
+        tele = getattr(self.app, "telemetry", {})
+        idx = 0
+        for group in node.gpus:
+            for _ in range(group.count):
+                job = holders.get((node.name, idx))
+                if job:
+                    who = f"job {job.display_id} user {clean(job.user, 16)}"
+                elif idx in group.alloc_indexes:
+                    who = "allocated (job unknown)"
+                else:
+                    who = "idle" + (" — node unavailable" if node.is_unavailable else "")
+                t = tele.get((node.name, idx))
+                if t:
+                    who += "  " + " ".join(f"{k}={clean(v, 12)}" for k, v in t.items())
+                table.add_row(f"GPU {idx} {clean(group.type or '', 8)}", Text(who))
+                idx += 1
+        return table
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        oid = event.option.id or ""
+        if oid.startswith("job:"):
+            self.app.push_screen(JobDetailScreen(int(oid[4:])))

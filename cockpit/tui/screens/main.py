@@ -1,0 +1,191 @@
+"""The main screen: header, stale banner, the five views, filter and command lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Input, Static
+
+from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
+from cockpit.tui.widgets.header import CockpitHeader, StaleBanner
+from cockpit.tui.widgets.pulse import PulseView
+from cockpit.tui.widgets.views import TABLE_VIEWS, TableView
+from cockpit.tui.widgets.vtable import VTable
+
+VIEW_ORDER = ("pulse", "nodes", "gpus", "partitions", "jobs")
+VIEW_ALIASES = {"pulse": "pulse", "overview": "pulse", "p": "pulse", "nodes": "nodes", "no": "nodes", "node": "nodes",
+                "gpus": "gpus", "gpu": "gpus", "g": "gpus", "partitions": "partitions", "part": "partitions",
+                "partition": "partitions", "pa": "partitions", "jobs": "jobs", "job": "jobs", "j": "jobs", "squeue": "jobs"}
+
+
+class MainScreen(Screen):
+    BINDINGS = [
+        Binding("1", "view('pulse')", "Pulse"),
+        Binding("2", "view('nodes')", "Nodes"),
+        Binding("3", "view('gpus')", "GPUs"),
+        Binding("4", "view('partitions')", "Parts"),
+        Binding("5", "view('jobs')", "Jobs"),
+        Binding("slash", "filter", "Filter"),
+        Binding("colon", "command", "Cmd"),
+        Binding("p", "app.toggle_pause", "Pause"),
+        Binding("r", "app.refresh_now", "Refresh", show=False),
+        Binding("question_mark", "app.show_keys", "Keys"),
+        Binding("escape", "cancel", "Clear", show=False),
+        Binding("q", "app.quit", "Quit"),
+    ]
+    DEFAULT_CSS = """
+    MainScreen Input.line { height: 1; border: none; padding: 0 1; display: none; background: $boost; }
+    MainScreen Input.line.-open { display: block; }
+    MainScreen #message { height: auto; max-height: 2; color: $warning; display: none; }
+    MainScreen #message.-shown { display: block; }
+    MainScreen ContentSwitcher { height: 1fr; }
+    """
+
+    def __init__(self, clock, cell_width: int = 40) -> None:
+        super().__init__()
+        self.clock = clock
+        self.header = CockpitHeader(id="header")
+        self.banner = StaleBanner(id="stale-banner")
+        self.views: dict[str, Any] = {"pulse": PulseView(clock)}
+        for cls in TABLE_VIEWS:
+            self.views[cls.kind] = cls(clock, cell_width)
+        self.current = "pulse"
+
+    def compose(self) -> ComposeResult:
+        yield self.header
+        yield self.banner
+        with ContentSwitcher(initial="view-pulse", id="switcher"):
+            for kind in VIEW_ORDER:
+                yield self.views[kind]
+        yield Static("", id="message")
+        yield Input(placeholder="filter: words, state:drain user:alice gpus>0 (enter applies, esc clears)", id="filter", classes="line")
+        yield Input(placeholder=":nodes :jobs :gpus :partitions :pulse  :job ID  :node NAME  :q", id="command", classes="line")
+        yield Footer()
+
+    # -- data -----------------------------------------------------------
+    def update_snapshot(self, snap) -> None:
+        for kind, view in self.views.items():
+            view.set_snapshot(snap, visible=(kind == self.current))
+        self.update_header()
+
+    def update_telemetry(self, telemetry) -> None:
+        self.views["gpus"].set_telemetry(telemetry, visible=self.current == "gpus")
+
+    def update_header(self) -> None:
+        app = self.app
+        self.header.show(app.snapshot, app.poll_status, app.read_only, self.views[self.current].title)
+        self.banner.show(app.poll_status)
+
+    # -- views ----------------------------------------------------------
+    def active_view(self):
+        return self.views[self.current]
+
+    def active_table(self) -> VTable | None:
+        """The table shown now (None on Pulse): actions use its selected_keys()/marked_keys()."""
+        return getattr(self.active_view(), "table", None)
+
+    def action_view(self, kind: str) -> None:
+        kind = VIEW_ALIASES.get(kind, kind)
+        if kind not in self.views:
+            self.say(f"unknown view {kind!r}: try {', '.join(VIEW_ORDER)}")
+            return
+        self.current = kind
+        self.query_one(ContentSwitcher).current = f"view-{kind}"
+        view = self.views[kind]
+        view.show_if_dirty()
+        table = self.active_table()
+        (table or view).focus()
+        self.query_one("#filter", Input).value = getattr(view, "query_text", "")
+        self.update_header()
+
+    def say(self, text: str) -> None:
+        msg = self.query_one("#message", Static)
+        msg.update(Text(text))
+        msg.set_class(bool(text), "-shown")
+
+    # -- filter and command line ---------------------------------------
+    def _open(self, which: str) -> None:
+        for name in ("filter", "command"):
+            self.query_one(f"#{name}", Input).set_class(name == which, "-open")
+        line = self.query_one(f"#{which}", Input)
+        if which == "command":
+            line.value = ""
+        line.focus()
+
+    def action_filter(self) -> None:
+        if self.current == "pulse":
+            self.action_view("jobs")
+        self._open("filter")
+
+    def action_command(self) -> None:
+        self._open("command")
+
+    def _close_lines(self) -> None:
+        for name in ("filter", "command"):
+            self.query_one(f"#{name}", Input).remove_class("-open")
+        table = self.active_table()
+        (table or self.active_view()).focus()
+
+    def action_cancel(self) -> None:
+        view = self.active_view()
+        if isinstance(view, TableView) and view.query_text:
+            view.set_filter("")
+            self.query_one("#filter", Input).value = ""
+        self.say("")
+        self._close_lines()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "filter":
+            err = self.active_view().set_filter(event.value.strip())
+            self.say(err)
+            if not err:
+                self._close_lines()
+        else:
+            self._close_lines()
+            self.run_command(event.value.strip().lstrip(":"))
+
+    def run_command(self, text: str) -> None:
+        """``nodes``, ``jobs`` ..., ``job 123``, ``node NAME``, ``q``, ``help``, ``pause``."""
+        word, _, arg = text.partition(" ")
+        word, arg = word.lower(), arg.strip()
+        if not word:
+            return
+        if word in ("q", "quit", "exit"):
+            self.app.exit()
+        elif word in ("help", "keys", "?"):
+            self.app.action_show_keys()
+        elif word in ("pause", "resume"):
+            self.app.action_toggle_pause()
+        elif word in ("job", "j") and arg:
+            self.open_job(arg)
+        elif word in ("node", "no") and arg:
+            self.app.push_screen(NodeDetailScreen(arg))
+        elif word in VIEW_ALIASES:
+            self.action_view(word)
+            if arg:
+                self.say(self.active_view().set_filter(arg))
+        else:
+            self.say(f"unknown command :{text}")
+
+    def open_job(self, ident: str) -> None:
+        try:
+            self.app.push_screen(JobDetailScreen(int(ident.split("_")[0].split("+")[0])))
+        except ValueError:
+            self.say(f"not a job id: {ident!r}")
+
+    def on_vtable_row_activated(self, event: VTable.RowActivated) -> None:
+        kind = self.current
+        if kind == "jobs":
+            self.app.push_screen(JobDetailScreen(event.key))
+        elif kind == "nodes":
+            self.app.push_screen(NodeDetailScreen(event.key))
+        elif kind == "gpus":
+            self.app.push_screen(NodeDetailScreen(str(event.key).rsplit(":", 1)[0]))
+        elif kind == "partitions":
+            self.action_view("nodes")
+            self.say(self.views["nodes"].set_filter(f"partition:{event.key}"))

@@ -1,0 +1,65 @@
+"""The header line (source, data age, paused, read-only) and the stale banner."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from cockpit.core.poller import PollStatus
+from cockpit.core.text import clean
+from cockpit.models import ClusterSnapshot
+from cockpit.tui.rows import duration
+
+
+class CockpitHeader(Static):
+    DEFAULT_CSS = """
+    CockpitHeader { height: 1; background: $panel; color: $text; }
+    """
+
+    def show(self, snap: ClusterSnapshot | None, status: PollStatus | None, read_only: bool, view: str) -> None:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(" cockpit ", style="bold reverse")
+        t.append(f" {view} ", style="bold")
+        if snap is not None:
+            t.append("│ ")
+            t.append(clean(snap.source, 40))
+            if snap.simulated:
+                t.append(" SIMULATED", style="bold reverse")
+            if snap.slurm_version:
+                t.append(f" slurm {clean(snap.slurm_version, 12)}")
+        if status is not None:
+            age = status.age()
+            t.append(" │ age ")
+            t.append("—" if age is None else duration(age) or "0s")
+            if status.paused:
+                t.append(" ‖ PAUSED", style="bold reverse")
+            if status.stale:
+                t.append(" ⚠ STALE", style="bold reverse")
+        if read_only:
+            t.append(" READ-ONLY", style="bold reverse")
+        self.update(t)
+
+
+class StaleBanner(Static):
+    """Visible only while a fetch fails: the data shown is old, here is why."""
+
+    DEFAULT_CSS = """
+    StaleBanner { height: auto; max-height: 3; background: $error; color: $text; display: none; }
+    StaleBanner.-stale { display: block; }
+    """
+
+    def show(self, status: PollStatus | None) -> None:
+        stale = bool(status and status.stale)
+        self.set_class(stale, "-stale")
+        if not stale:
+            return
+        age = status.age()
+        t = Text(no_wrap=False)
+        t.append("⚠ STALE DATA", style="bold")
+        t.append(f" — last good data {duration(age) or '0s'} ago" if age is not None else " — no data yet")
+        retry = status.next_retry
+        if retry is not None:
+            t.append(f"; retrying in {duration(max(0.0, retry - status.now)) or '0s'}")
+        t.append(". Cause: ")
+        t.append(clean(status.cause, 160))
+        self.update(t)

@@ -1,0 +1,163 @@
+"""The resource views: one VTable each, rows built and filtered in a worker thread.
+
+A view keeps the latest snapshot; when it is shown (or its filter/sort changes,
+or a snapshot arrives while shown) it rebuilds in a thread and swaps the
+result in. Hidden views only remember that they are out of date.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from cockpit.core.filtering import compile_query
+from cockpit.errors import UsageError
+from cockpit.models import ClusterSnapshot
+from cockpit.tui import rows as R
+from cockpit.tui.widgets.vtable import VTable
+
+
+class TableView(Vertical):
+    """Base of Jobs/Nodes/GPUs/Partitions: a status line and a VTable."""
+
+    DEFAULT_CSS = """
+    TableView { height: 1fr; }
+    TableView > .view-status { height: 1; color: $text-muted; }
+    """
+    kind = ""
+    title = ""
+    schema: R.Schema
+
+    def __init__(self, clock, width: int = 40, **kw: Any) -> None:
+        super().__init__(id=f"view-{self.kind}", **kw)
+        self.clock = clock
+        self.cell_width = width
+        self.table = VTable(self.schema.columns, clock=clock, id=f"table-{self.kind}")
+        self.status_line = Static("", classes="view-status")
+        self.snapshot: ClusterSnapshot | None = None
+        self.telemetry: R.Mapping = {}
+        self.query_text = ""
+        self.query_error = ""
+        self._dirty = False
+        self._gen = 0
+        self._lock = threading.Lock()  # one build at a time: the row cache is not thread-safe
+        self.builds = 0
+
+    def compose(self):
+        yield self.status_line
+        yield self.table
+
+    # -- inputs ---------------------------------------------------------
+    def set_snapshot(self, snap: ClusterSnapshot, visible: bool) -> None:
+        self.snapshot = snap
+        self._dirty = True
+        if visible:
+            self.rebuild()
+
+    def set_filter(self, text: str) -> str:
+        """Apply a filter; returns an error message ('' when fine)."""
+        try:
+            compile_query(text, self.schema.fields, self.schema.aliases)
+        except UsageError as exc:
+            return str(exc)
+        self.query_text = text
+        self.rebuild()
+        return ""
+
+    def on_vtable_sort_requested(self, event: VTable.SortRequested) -> None:
+        event.stop()
+        self.rebuild()
+
+    def show_if_dirty(self) -> None:
+        if self._dirty:
+            self.rebuild()
+
+    # -- building (thread) ----------------------------------------------
+    def rebuild(self) -> None:
+        if self.snapshot is None:
+            return
+        self._dirty = False
+        self._gen += 1
+        self._build(self.snapshot, self.query_text, self.table.sort_field, self.table.sort_reverse, self._gen)
+
+    # description given: by default Textual reprs the arguments (a 100k-job snapshot)
+    @work(thread=True, exclusive=True, group="build", description="build table rows")
+    def _build(self, snap: ClusterSnapshot, query: str, field: int | None, reverse: bool, gen: int) -> None:
+        with self._lock:
+            if gen != self._gen:
+                return
+            rows = self.build_rows(snap)
+            pred = compile_query(query, self.schema.fields, self.schema.aliases)
+            data = R.build_table(rows, pred, field, reverse)
+        self.app.call_from_thread(self._apply, data, gen)
+
+    def _apply(self, data: R.TableData, gen: int) -> None:
+        if gen != self._gen:
+            return
+        self.builds += 1
+        self.table.set_data(data)
+        shown, total = len(data.order), data.total
+        t = Text(f" {self.title}: {shown}" + (f" of {total}" if shown != total else ""), no_wrap=True)
+        if self.query_text:
+            t.append("  filter: ")
+            t.append(self.query_text, style="bold")
+        if self.table.marked_keys():
+            t.append(f"  marked: {len(self.table.marked_keys())}")
+        self.status_line.update(t)
+
+    def build_rows(self, snap: ClusterSnapshot) -> list[R.Row]:
+        raise NotImplementedError
+
+
+class JobsView(TableView):
+    kind, title, schema = "jobs", "Jobs", R.JOB_SCHEMA
+
+    def __init__(self, clock, width: int = 40, **kw: Any) -> None:
+        super().__init__(clock, width, **kw)
+        self._cache = R.RowCache(lambda j: R.job_row(j, self.cell_width))
+
+    def build_rows(self, snap):
+        return self._cache.rows(snap.jobs, lambda j: j.job_id)
+
+
+class NodesView(TableView):
+    kind, title, schema = "nodes", "Nodes", R.NODE_SCHEMA
+
+    def __init__(self, clock, width: int = 40, **kw: Any) -> None:
+        super().__init__(clock, width, **kw)
+        self._cache = R.RowCache(lambda n: R.node_row(n, self.cell_width))
+
+    def build_rows(self, snap):
+        return self._cache.rows(snap.nodes, lambda n: n.name)
+
+
+class GpusView(TableView):
+    kind, title, schema = "gpus", "GPUs", R.GPU_SCHEMA
+
+    def set_telemetry(self, telemetry: R.Mapping, visible: bool) -> None:
+        self.telemetry = telemetry
+        self._dirty = True
+        if visible:
+            self.rebuild()
+
+    def build_rows(self, snap):
+        holders = R.gpu_holders(snap.jobs)
+        out: list[R.Row] = []
+        for node in snap.nodes:
+            out.extend(R.gpu_rows(node, holders, self.telemetry, self.cell_width))
+        return out
+
+
+class PartitionsView(TableView):
+    kind, title, schema = "partitions", "Partitions", R.PART_SCHEMA
+
+    def build_rows(self, snap):
+        return R.partition_rows(snap, self.cell_width)
+
+
+TABLE_VIEWS = (NodesView, GpusView, PartitionsView, JobsView)

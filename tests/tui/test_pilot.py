@@ -1,0 +1,243 @@
+"""Pilot tests: navigation, filter, sort, drill-down, marks, pause, stale banner."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from cockpit.config import Config, Refresh
+from cockpit.tui.app import CockpitApp
+from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
+
+from .fakes import NOW, FakeBackend
+
+FAST = Config(refresh=Refresh(nodes=0.1, jobs=0.1, partitions=0.1, topology=0.1))
+
+
+def screen_text(app) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def settle(pilot, app, delay=0.15):
+    from textual.worker import WorkerState
+
+    await pilot.pause(delay)
+    # every worker but the poller (which runs for the app's lifetime) has finished
+    for _ in range(200):
+        busy = [w for w in app.workers if w.group != "poller" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+        if not busy:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+def make_app(backend=None, config=None, **kw):
+    return CockpitApp(backend or FakeBackend(), config, clock=kw.pop("clock", lambda: NOW), **kw)
+
+
+async def test_number_keys_and_colon_commands_switch_views():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        assert app.current_view() == "pulse"
+        for key, view in zip("2345", ("nodes", "gpus", "partitions", "jobs")):
+            await pilot.press(key)
+            assert app.current_view() == view
+        await pilot.press("colon", *"nodes", "enter")
+        assert app.current_view() == "nodes"
+        await pilot.press("colon", *"bogus", "enter")
+        await pilot.pause()
+        assert "unknown command :bogus" in screen_text(app)
+
+
+async def test_filter_with_field_terms_numeric_and_bad_field():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        table = app.main.active_table()
+        assert table.row_count == 5
+        await pilot.press("slash", *"user:alice", "enter")
+        await settle(pilot, app)
+        assert set(table.data.order) == {101, 103}
+        await pilot.press("slash")
+        app.main.query_one("#filter").value = "gpus>2 state:running"
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert list(table.data.order) == [101]
+        await pilot.press("slash")
+        app.main.query_one("#filter").value = "colour:red"
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert "unknown filter field 'colour'" in screen_text(app)
+        assert list(table.data.order) == [101]  # a bad filter keeps the previous one
+        await pilot.press("escape", "escape")
+        await settle(pilot, app)
+        assert table.row_count == 5
+
+
+async def test_sort_key_cycles_columns_and_header_click_reverses():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        await settle(pilot, app)
+        table = app.main.active_table()
+        await pilot.press("s")  # by NODE
+        await settle(pilot, app)
+        assert list(table.data.order) == ["gpu01", "gpu02", "gpu03", "gpu04", "gpu10"]
+        await pilot.press("S")
+        await settle(pilot, app)
+        assert table.data.order[0] == "gpu10"
+        await pilot.click(table, offset=(20, 0))  # STATE header
+        await settle(pilot, app)
+        assert table.sort_column == 1
+        assert [table.data.rows[k].cells[1] for k in table.data.order][0].endswith("allocated")
+
+
+async def test_drill_down_job_to_node_and_back():
+    app = make_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        assert app.main.active_table().cursor_key() == 101
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert isinstance(app.screen, JobDetailScreen)
+        text = screen_text(app)
+        assert "llama-70b" in text and "idx 0,1,2,3,4,5,6,7" in text and "/nonexistent/out.log" in text
+        assert "not readable from here" in text
+        app.screen.links.focus()
+        await pilot.press("enter")  # the first node of the job
+        await settle(pilot, app)
+        assert isinstance(app.screen, NodeDetailScreen) and app.screen.key == "gpu01"
+        text = screen_text(app)
+        assert "GPU 7" in text and "job 101 user alice" in text
+        await pilot.press("escape", "escape")
+        assert app.screen is app.main
+
+
+async def test_node_detail_shows_reason_who_and_idle_gpus():
+    app = make_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("colon", *"node gpu03", "enter")
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "Xid 79 [bold]fallen off the bus[/bold]" in text  # literal, not markup
+        assert "root" in text and "1h00m ago" in text
+        assert "idle — node unavailable" in text
+
+
+async def test_cluster_strings_are_shown_literally_without_escapes():
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "[red]evil[/red]" in text and "\x1b" not in text and "ZXZpbA" not in text
+
+
+async def test_marks_and_selected_keys_for_actions():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        assert app.selected_keys() == (101,)
+        await pilot.press("space", "down", "space")  # marks 101 and 103 (space also moves down)
+        assert app.marked_keys() == (101, 103)
+        assert app.selected_keys() == (101, 103)
+
+
+async def test_update_by_key_keeps_cursor_on_its_row():
+    backend = FakeBackend()
+    app = make_app(backend, FAST, clock=__import__("time").time)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        table = app.main.active_table()
+        assert table.select_key(103)
+        backend.jobs = tuple(j for j in backend.jobs if j.job_id != 101) + (replace(backend.jobs[0], job_id=999),)
+        app.poller.refresh_now()
+        await settle(pilot, app, 0.4)
+        assert 101 not in table.data.index and 999 in table.data.index
+        assert table.cursor_key() == 103
+
+
+async def test_pause_stops_polling_and_shows_in_header():
+    backend = FakeBackend()
+    app = make_app(backend, FAST, clock=__import__("time").time)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app, 0.3)
+        await pilot.press("p")
+        await settle(pilot, app)
+        assert app.poller.paused and "PAUSED" in screen_text(app)
+        calls = dict(backend.calls)
+        await pilot.pause(0.4)
+        assert backend.calls == calls
+        await pilot.press("p")
+        await settle(pilot, app, 0.3)
+        assert backend.calls["jobs"] > calls["jobs"] and "PAUSED" not in screen_text(app)
+
+
+async def test_stale_banner_appears_on_failure_and_clears_on_recovery():
+    backend = FakeBackend()
+    app = make_app(backend, FAST, clock=__import__("time").time)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app, 0.3)
+        banner = app.main.banner
+        assert not banner.has_class("-stale")
+        backend.fail = True
+        await settle(pilot, app, 0.5)
+        assert banner.has_class("-stale")
+        text = screen_text(app)
+        assert "STALE DATA" in text and "Unable to contact slurm controller" in text
+        await pilot.press("5")  # keys still respond, last data still shown
+        await settle(pilot, app)
+        assert app.main.active_table().row_count == 5
+        backend.fail = False
+        for _ in range(20):
+            await settle(pilot, app, 0.2)
+            if not banner.has_class("-stale"):
+                break
+        assert not banner.has_class("-stale") and "STALE" not in screen_text(app)
+
+
+async def test_telemetry_seam_fills_gpu_columns():
+    app = make_app()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        await settle(pilot, app)
+        row = app.main.active_table().data.rows["gpu01:0"]
+        assert row.cells[7] == ""  # empty until telemetry arrives
+        app.set_telemetry({("gpu01", 0): {"util": 97.0, "temp": 64.0, "throttle": "thermal"}})
+        await settle(pilot, app)
+        row = app.main.active_table().data.rows["gpu01:0"]
+        assert row.cells[7] == "97" and row.cells[9] == "64" and row.cells[12] == "thermal"
+
+
+async def test_command_palette_lists_view_commands():
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for needed in ("View: jobs", "View: nodes", "Filter", "Pause / resume polling", "Keys"):
+            assert needed in titles
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 50)])
+async def test_keys_screen_opens_and_closes(size):
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        await pilot.press("question_mark")
+        assert "command palette" in screen_text(app)
+        await pilot.press("escape")
+        assert app.screen is app.main
