@@ -195,6 +195,8 @@ def by_gpu(events: Sequence[XidEvent]) -> list[GpuVerdict]:
     out = []
     for pci, evs in groups.items():
         seen = [e.xid for e in evs if e.xid is not None]
+        if 79 in seen:  # the driver's own fall-off line repeats the Xid 79 event
+            evs = [e for e in evs if e.xid is not None]
         classified = tuple((e, classify(e, seen)) for e in evs)
         action = max((c.action for _, c in classified), key=lambda a: ACTION_RANK.get(a, 3))
         out.append(GpuVerdict(pci, tuple(dict.fromkeys(e.xid for e in evs)), action, classified))

@@ -215,3 +215,12 @@ def test_pyspy_dump_groups_and_odd_rank():
     odd = pyspy.find_odd(stacks)
     assert odd is not None and odd.labels == ("rank 1",)
     assert pyspy.find_odd({"rank 0": stacks["rank 0"], "rank 2": stacks["rank 2"]}) is None
+
+
+def test_fall_off_line_next_to_its_xid79_counts_once():
+    """The journalctl capture logs Xid 79 and the driver's own fall-off line for
+    the same GPU: one event to act on, not an extra 'no Xid' fault."""
+    from cockpit_runbooks.xid import by_gpu
+
+    verdicts = by_gpu(_xid("pop-os-issue3363-xid79-journalctl-EXCERPT.txt"))
+    assert [(v.pci, v.xids, v.action) for v in verdicts] == [("0000:01:00", (79,), "RESTART_BM")]
