@@ -19,7 +19,8 @@ from collections.abc import Callable
 
 from cockpit.backends._demo import scenario
 from cockpit.backends._demo.state import FINISHED_STATES, PENDING, RUNNING, SimJob, SimNode, job_model, node_model
-from cockpit.errors import CommandFailed
+from cockpit.backends.slurm_text import duration_minutes
+from cockpit.errors import CommandFailed, ParseError
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 
 SLURM_VERSION = "24.11.5"
@@ -233,6 +234,56 @@ class DemoBackend:
         if not node.down:
             node.reason = node.reason_user = node.reason_time = None
         self._sim.schedule(now)
+
+    async def set_node_down(self, name: str, reason: str) -> None:
+        """``State=DOWN Reason=..``: jobs on the node end NODE_FAIL, as in Slurm.
+        Raises CommandFailed for an unknown node or no reason."""
+        argv = ["scontrol", "update", f"NodeName={name}", "State=DOWN", f"Reason={reason}"]
+        now = self._now()
+        node = self._node(argv, name)
+        if not reason or not reason.strip():
+            raise CommandFailed(argv, 1, "You must specify a reason when DOWNING or DRAINING a node. Request denied")
+        for job_id in {j for j in node.owners if j is not None}:
+            job = self._sim.jobs.get(job_id)
+            if job is not None and job.state == RUNNING:
+                self._sim.finish(job, "NODE_FAIL", now, exit_code=1)
+        node.down, node.reason, node.reason_user, node.reason_time = True, reason, self.operator, now
+        self._sim.schedule(now)
+
+    async def set_time_limit(self, job_id: int | str, time_limit: str) -> None:
+        """``scontrol update JobId=.. TimeLimit=..`` (Slurm's time syntax).
+        Raises CommandFailed for an unknown or finished job or a bad limit."""
+        argv = ["scontrol", "update", f"JobId={job_id}", f"TimeLimit={time_limit}"]
+        self._now()
+        job = self._job(argv, job_id, "scontrol: error: ")
+        if job.state in FINISHED_STATES:
+            raise CommandFailed(argv, 1, f"scontrol: error: Job has already finished for job {job_id}")
+        try:
+            minutes = duration_minutes(str(time_limit))
+        except ParseError:
+            raise CommandFailed(argv, 1, f"scontrol: error: Invalid TimeLimit value: {time_limit}") from None
+        job.time_limit = minutes if minutes is not None else 0
+
+    async def top_job(self, job_id: int | str) -> None:
+        """``scontrol top``: first among its user's pending jobs. Raises CommandFailed
+        unless the job is pending."""
+        argv = ["scontrol", "top", str(job_id)]
+        self._now()
+        job = self._job(argv, job_id, "scontrol: error: ")
+        if job.state != PENDING:
+            raise CommandFailed(argv, 1, f"scontrol: error: Job is no longer pending execution for job {job_id}")
+        mine = [j.priority for j in self._sim.jobs.values() if j.user == job.user and j.state == PENDING]
+        job.priority = max(mine) + 1
+
+    async def nice_job(self, job_id: int | str, nice: int) -> None:
+        """``scontrol update JobId=.. Nice=N``: lower the priority by N. Raises
+        CommandFailed unless the job is pending."""
+        argv = ["scontrol", "update", f"JobId={job_id}", f"Nice={nice}"]
+        self._now()
+        job = self._job(argv, job_id, "scontrol: error: ")
+        if job.state != PENDING:
+            raise CommandFailed(argv, 1, f"scontrol: error: Job is no longer pending execution for job {job_id}")
+        job.priority = max(0, job.priority - int(nice))
 
     # -- lookups -------------------------------------------------------------
     def _job(self, argv: list[str], job_id: int | str, prefix: str) -> SimJob:

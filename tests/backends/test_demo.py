@@ -229,3 +229,26 @@ async def test_undrain_and_requeue_hold():
     job = snap.job(victim.job_id)
     assert job.state == "PENDING" and job.held and job.reason == "JobHeldAdmin" and not job.gpus
     check_invariants(snap)
+
+
+async def test_demo_down_timelimit_top_nice():
+    """The demo answers every action the TUI offers, in Slurm's words when refused."""
+    from cockpit.errors import CommandFailed
+
+    demo = DemoBackend(clock=lambda: 1_750_000_000.0)
+    snap = await demo.snapshot()
+    running = next(j for j in snap.jobs if j.state == "RUNNING" and j.node_count == 1 and j.array_job_id is None)
+    node = running.nodes[0]
+    await demo.set_time_limit(running.job_id, "1-00:00:00")
+    assert next(j for j in await demo.fetch_jobs() if j.job_id == running.job_id).time_limit == 1440
+    with pytest.raises(CommandFailed, match="Invalid TimeLimit"):
+        await demo.set_time_limit(running.job_id, "soon")
+    await demo.set_node_down(node, "PSU failure")
+    after = await demo.snapshot()
+    assert next(n for n in after.nodes if n.name == node).state == "down"
+    assert next(j for j in after.jobs if j.job_id == running.job_id).state == "NODE_FAIL"
+    pending = next(j for j in after.jobs if j.state == "PENDING" and not j.held)
+    await demo.top_job(pending.job_id)
+    await demo.nice_job(pending.job_id, 100)
+    with pytest.raises(CommandFailed, match="no longer pending"):
+        await demo.top_job(running.job_id)
