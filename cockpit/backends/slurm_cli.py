@@ -12,6 +12,14 @@ richest source and fall back by capability, not by version number:
 
 Each fetch is one controller RPC per resource kind. The raw outputs go through
 ``on_output`` so ``cockpit record`` can save exactly what was read.
+
+Big outputs (100k jobs are >100 MB of JSON) are parsed in a worker process
+(:mod:`cockpit.core.parseproc`) that answers with deltas, so the UI process
+neither holds the GIL for seconds nor rebuilds unchanged jobs. Small outputs
+are parsed here, as before. ``stream_jobs``/``stream_nodes`` (used by the
+poller when present) yield partial results during a first big load so the
+first screen appears before the last job is parsed. If the worker fails the
+backend parses in-process and says so in ``warnings``; it never crashes.
 """
 
 from __future__ import annotations
@@ -20,10 +28,14 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from cockpit.backends import slurm_json, slurm_text
+from cockpit.backends.base import CommandResult
+from cockpit.backends.slurm_delta import store_for
 from cockpit.backends.slurm_json_common import slurm_errors
+from cockpit.core.parseproc import ParseWorker, WorkerFailed
 from cockpit.errors import BackendError, CommandFailed, ParseError
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 
@@ -36,6 +48,17 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "scontrol-partitions.txt": ("scontrol", "show", "partition"),
     "topology.txt": ("scontrol", "show", "topology"),
 }
+
+# Outputs at least this big are parsed in the worker process (~3k jobs in the
+# 24.11 shape); below it a process round trip costs more than it saves.
+WORKER_THRESHOLD = 4 << 20
+MAX_WORKER_FAILURES = 3  # then parse in-process for the rest of the session
+# Seconds between partial results during a first big load (the first is shown at
+# once): each one makes the views and the pulse summary look at every job so far.
+PARTIAL_EVERY = 1.0
+_SOURCES = {"squeue.json": ("jobs", "", "squeue --json"),
+            "scontrol-nodes.json": ("nodes", "scontrol", "scontrol show node --json"),
+            "sinfo.json": ("nodes", "sinfo", "sinfo --json")}
 
 _NO_JSON_HINTS = ("unrecognized option", "invalid option", "unknown option")
 _NO_TOPOLOGY_HINTS = ("topology plugin", "no topology", "not configured", "topology/none")
@@ -55,7 +78,7 @@ def _is_unsupported(err: CommandFailed) -> bool:
 class SlurmCliBackend:
     name = "slurm-cli"
 
-    def __init__(self, runner, bin_dir: str = "", timeout: float = 30.0) -> None:
+    def __init__(self, runner, bin_dir: str = "", timeout: float = 30.0, parse_worker: bool | None = None) -> None:
         self.runner = runner
         self.bin_dir = bin_dir
         self.timeout = timeout
@@ -65,6 +88,13 @@ class SlurmCliBackend:
         self._node_source: str | None = None  # decided on first fetch
         self.warnings: list[str] = []
         self._stderr: dict[str, str] = {}
+        # None: the worker parses outputs of at least worker_threshold bytes; True/False: always/never
+        self.parse_worker = parse_worker
+        self.worker_threshold = WORKER_THRESHOLD
+        self.workers: dict[str, ParseWorker] = {}
+        self._stores = {"jobs": store_for("jobs"), "nodes": store_for("nodes")}
+        self._synced = {"jobs": False, "nodes": False}  # the worker's state matches our store
+        self._worker_failures = 0
 
     # -- plumbing -----------------------------------------------------------
     def _argv(self, key: str) -> list[str]:
@@ -85,16 +115,17 @@ class SlurmCliBackend:
         self._stderr[key] = res.err_text()
         return res.stdout
 
-    def _empty_because_of_error(self, key: str, raw: bytes, parsed) -> None:
+    def _empty_because_of_error(self, key: str, raw: bytes | None, parsed, errs=None) -> None:
         """Slurm's JSON commands exit 0 with an empty list and an ``errors`` entry
         when the controller is unreachable: that is a failure, not an empty cluster.
         Raises BackendError naming Slurm's words."""
         if parsed:
             return
-        try:
-            errs = slurm_errors(json.loads(raw))
-        except (ValueError, TypeError, AttributeError):
-            return
+        if errs is None:
+            try:
+                errs = slurm_errors(json.loads(raw or b""))
+            except (ValueError, TypeError, AttributeError):
+                return
         if errs:
             said = self._stderr.get(key, "").strip().splitlines()
             detail = said[-1] if said else errs[0]
@@ -108,27 +139,147 @@ class SlurmCliBackend:
         return self._version
 
     async def fetch_jobs(self) -> tuple[Job, ...]:
-        raw = await self._fetch("squeue.json")
-        jobs = slurm_json.parse_squeue(raw, warnings=self.warnings)
-        self._empty_because_of_error("squeue.json", raw, jobs)
-        return jobs
+        return await _last(self.stream_jobs())
+
+    async def stream_jobs(self) -> AsyncIterator[tuple[tuple[Job, ...], bool]]:
+        """Yield ``(jobs, complete)``: partial results while a first big load is
+        parsed, then the complete one. Raises like fetch_jobs."""
+        async for item in self._read_and_parse("squeue.json"):
+            yield item
 
     async def fetch_nodes(self) -> tuple[Node, ...]:
+        return await _last(self.stream_nodes())
+
+    async def stream_nodes(self) -> AsyncIterator[tuple[tuple[Node, ...], bool]]:
+        """Like :meth:`stream_jobs`, for nodes (scontrol JSON, else sinfo JSON)."""
         if self._node_source != "sinfo.json":
             try:
-                data = await self._fetch("scontrol-nodes.json")
-                self._node_source = "scontrol-nodes.json"
-                nodes = slurm_json.parse_scontrol_nodes(data, warnings=self.warnings)
-                self._empty_because_of_error("scontrol-nodes.json", data, nodes)
-                return nodes
+                src = await self._source("scontrol-nodes.json")
             except CommandFailed as err:
                 if not _is_unsupported(err):
                     raise
                 self._node_source = "sinfo.json"
-        raw = await self._fetch("sinfo.json")
-        nodes, _parts = slurm_json.parse_sinfo(raw, warnings=self.warnings)
-        self._empty_because_of_error("sinfo.json", raw, nodes)
-        return nodes
+            else:
+                self._node_source = "scontrol-nodes.json"
+                async for item in self._parsed("scontrol-nodes.json", src):
+                    yield item
+                return
+        async for item in self._read_and_parse("sinfo.json"):
+            yield item
+
+    # -- reading: whole, or streamed to the worker --------------------------------
+    async def _read_and_parse(self, key: str) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
+        async for item in self._parsed(key, await self._source(key)):
+            yield item
+
+    async def _source(self, key: str) -> Any:
+        """``[raw bytes]``, or (for a big output, when the Runner can stream) an async
+        iterator of its chunks, so this process never holds the whole output.
+        Raises what _fetch raises (for a streamed output: while it is iterated)."""
+        stream = getattr(self.runner, "stream", None)
+        if self.on_output is not None or not callable(stream) or self.parse_worker is False \
+                or self._worker_failures >= MAX_WORKER_FAILURES:
+            return [await self._fetch(key)]
+        chunks = self._chunks(key)
+        head: list[bytes] = []
+        size = 0
+        async for part in chunks:
+            head.append(part)
+            size += len(part)
+            if self._use_worker(size):
+                return _prepend(head, chunks)
+        return [b"".join(head)]
+
+    async def _chunks(self, key: str) -> AsyncIterator[bytes]:
+        argv = self._argv(key)
+        del self.warnings[:-100]
+        async for item in self.runner.stream(argv, timeout=self.timeout):
+            if isinstance(item, CommandResult):
+                if item.returncode != 0:
+                    raise CommandFailed(argv, item.returncode, item.err_text())
+                self._stderr[key] = item.err_text()
+            else:
+                yield item
+
+    # -- parsing: here or in the worker ---------------------------------------
+    def _parse_here(self, key: str, raw: bytes) -> tuple[Any, ...]:
+        if key == "squeue.json":
+            return slurm_json.parse_squeue(raw, warnings=self.warnings)
+        if key == "scontrol-nodes.json":
+            return slurm_json.parse_scontrol_nodes(raw, warnings=self.warnings)
+        return slurm_json.parse_sinfo(raw, warnings=self.warnings)[0]
+
+    def _use_worker(self, size: int) -> bool:
+        if self._worker_failures >= MAX_WORKER_FAILURES or self.parse_worker is False:
+            return False
+        return bool(self.parse_worker) or size >= self.worker_threshold
+
+    async def _parsed(self, key: str, holder: Any) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
+        """Parse the output in ``holder`` (``[bytes]``, emptied once the worker has
+        them, or a stream of chunks for the worker) and yield (objects, complete)."""
+        kind = _SOURCES[key][0]
+        streamed = not isinstance(holder, list)
+        if streamed or self._use_worker(len(holder[0])):
+            try:
+                async for item in self._parse_in_worker(key, holder):
+                    yield item
+                return
+            except WorkerFailed as exc:
+                self._worker_failed(kind, exc)
+        raw = holder[0] if not streamed and holder else await self._fetch(key)
+        if not streamed:
+            holder.clear()
+        store = self._stores[kind]
+        if len(raw) >= self.worker_threshold:  # a fallback: keep the event loop free
+            objs = await asyncio.to_thread(self._parse_and_store, key, raw)
+        else:
+            objs = self._parse_and_store(key, raw)
+        self._empty_because_of_error(key, raw, objs)
+        self._synced[kind] = False
+        yield store.values(), True
+
+    def _parse_and_store(self, key: str, raw: bytes) -> tuple[Any, ...]:
+        objs = self._parse_here(key, raw)
+        self._stores[_SOURCES[key][0]].replace(objs)
+        return objs
+
+    def _worker_failed(self, kind: str, exc: WorkerFailed) -> None:
+        self._worker_failures += 1
+        self._synced[kind] = False
+        worker = self.workers.pop(kind, None)
+        if worker is not None:
+            worker.kill()
+        self.warnings.append(f"{exc}; parsing {kind} in the main process")
+
+    async def _parse_in_worker(self, key: str, holder: list[bytes]) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
+        kind, fmt, source = _SOURCES[key]
+        worker = self.workers.get(kind) or self.workers.setdefault(kind, ParseWorker())
+        store = self._stores[kind]
+        progressive = not store.objects  # a first load: show it as it comes
+        reset = not self._synced[kind]
+        self._synced[kind] = False
+        pending, done, shown = [], None, float("-inf")
+        try:
+            async for delta in worker.parse(kind, fmt, source, holder, reset=reset):
+                if progressive:
+                    store.apply(delta)
+                else:
+                    pending.append(delta)
+                done = delta
+                if progressive and not delta.done and time.monotonic() - shown >= PARTIAL_EVERY:
+                    shown = time.monotonic()
+                    yield store.values(), False
+        except ParseError:
+            if progressive:
+                store.objects = {}
+            raise
+        for delta in pending:
+            store.apply(delta)
+        self._synced[kind] = True
+        self.warnings.extend(done.warnings)
+        objs = store.values()
+        self._empty_because_of_error(key, None, objs, list(done.slurm_errors))
+        yield objs, True
 
     async def fetch_partitions(self) -> tuple[Partition, ...]:
         # Text on every version: 22.05 has no partition JSON, and 24.11's omits
@@ -191,4 +342,22 @@ class SlurmCliBackend:
         )
 
     async def close(self) -> None:
-        return None
+        """Stop the parse workers (if any were started)."""
+        workers, self.workers = self.workers, {}
+        for worker in workers.values():
+            await worker.close()
+
+
+async def _prepend(head: list[bytes], rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    while head:
+        yield head.pop(0)
+    async for part in rest:
+        yield part
+
+
+async def _last(stream: AsyncIterator[tuple[Any, bool]]) -> Any:
+    """The complete result of a stream_* iterator."""
+    result: Any = ()
+    async for result, _complete in stream:
+        pass
+    return result

@@ -89,7 +89,15 @@ def node_state_text(node: Node) -> str:
 
 
 def job_state_text(job: Job) -> str:
-    return f"{JOB_SYMBOL.get(job.state, '·')} {job.state.lower()}"
+    text = _STATE_TEXT.get(job.state)
+    if text is None:
+        text = f"{JOB_SYMBOL.get(job.state, '·')} {job.state.lower()}"
+        if len(_STATE_TEXT) < 64:
+            _STATE_TEXT[job.state] = text  # one string shared by 100k rows
+    return text
+
+
+_STATE_TEXT: dict[str, str] = {}
 
 
 # ---------------------------------------------------------------- jobs
@@ -109,9 +117,10 @@ def job_row(job: Job, width: int = 40) -> Row:
     nodes = job.nodes[0] if len(job.nodes) == 1 else collapse(job.nodes) if job.nodes else ""
     reason = "" if job.reason in ("None", "") else job.reason
     state = job.state + ("+HELD" if job.held else "")
-    cells = (job.display_id, clean(job.user, width), clean(job.partition, width), clean(job.name, width),
+    display_id = job.display_id  # a property that formats: once, shared by cells and values
+    cells = (display_id, clean(job.user, width), clean(job.partition, width), clean(job.name, width),
              job_state_text(job), "", str(job.gpu_count), clean(nodes, width), clean(reason, width))
-    values = (job.display_id, job.user, job.account, job.partition, job.name, state,
+    values = (display_id, job.user, job.account, job.partition, job.name, state,
               job.start_time if job.state == "RUNNING" else None, job.gpu_count, nodes, reason,
               job.time_limit, job.submit_time)
     style = {"RUNNING": "running", "PENDING": "pending"}.get(job.state, "bad" if job.state in ("FAILED", "NODE_FAIL", "TIMEOUT") else "")

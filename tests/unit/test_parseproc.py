@@ -1,0 +1,158 @@
+"""The parse worker process and the CLI backend's use of it: same results as
+in-process parsing, deltas on refresh, ParseError passed through, fallback
+(with a warning, never a crash) when the worker dies, streamed command output."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from cockpit.backends.local import LocalRunner
+from cockpit.backends.replay import ReplayBackend
+from cockpit.backends.slurm_cli import SlurmCliBackend
+from cockpit.backends.slurm_json import parse_scontrol_nodes, parse_squeue
+from cockpit.core.parseproc import ParseWorker
+from cockpit.core.poller import Poller
+from cockpit.errors import CommandFailed, ParseError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SQUEUE = DATA / "slurm-24.11/squeue.json"
+
+
+async def test_worker_round_trip_then_an_empty_delta():
+    worker = ParseWorker()
+    try:
+        raw = SQUEUE.read_bytes()
+        deltas = [d async for d in worker.parse("jobs", "", "squeue --json", raw, reset=True)]
+        assert tuple(j for d in deltas for j in d.upserts) == parse_squeue(raw)
+        again = [d async for d in worker.parse("jobs", "", "squeue --json", [raw])]
+        assert len(again) == 1 and again[0].done and not again[0].upserts and not again[0].removed
+        with pytest.raises(ParseError, match="squeue --json"):
+            [d async for d in worker.parse("jobs", "", "squeue --json", b'{"jobs": 5}')]
+        pid = worker.pid
+        again = [d async for d in worker.parse("jobs", "", "squeue --json", raw)]
+        assert worker.pid == pid and not again[-1].upserts  # a parse error does not cost the worker
+    finally:
+        await worker.close()
+    assert not worker.running
+
+
+def _replay(tmp_path: Path, files: dict[str, Path]) -> ReplayBackend:
+    for name, src in files.items():
+        shutil.copy(src, tmp_path / name)
+    backend = ReplayBackend(str(tmp_path))
+    backend.parse_worker = True
+    return backend
+
+
+async def test_backend_uses_the_worker_and_applies_deltas(tmp_path):
+    backend = _replay(tmp_path, {"squeue.json": SQUEUE,
+                                 "scontrol-nodes.json": DATA / "slurm-24.11/scontrol-show-node.json"})
+    try:
+        jobs = await backend.fetch_jobs()
+        assert jobs == parse_squeue(SQUEUE.read_bytes()) and "jobs" in backend.workers
+        nodes = await backend.fetch_nodes()
+        assert nodes == parse_scontrol_nodes((DATA / "slurm-24.11/scontrol-show-node.json").read_bytes())
+        doc = json.loads(SQUEUE.read_bytes())
+        doc["jobs"][0]["name"] = "changed"
+        (tmp_path / "squeue.json").write_text(json.dumps(doc))
+        again = await backend.fetch_jobs()
+        assert again[0].name == "changed"
+        assert all(a is b for a, b in zip(again[1:], jobs[1:]))  # unchanged jobs keep their identity
+    finally:
+        await backend.close()
+
+
+async def test_worker_death_falls_back_to_in_process_parsing_with_a_warning(tmp_path):
+    backend = _replay(tmp_path, {"squeue.json": SQUEUE})
+    try:
+        await backend.fetch_jobs()
+        os.kill(backend.workers["jobs"].pid, signal.SIGKILL)
+        await asyncio.sleep(0.2)
+        jobs = await backend.fetch_jobs()
+        assert jobs == parse_squeue(SQUEUE.read_bytes())
+        assert any("parsing jobs in the main process" in w for w in backend.warnings)
+    finally:
+        await backend.close()
+
+
+async def test_unstartable_worker_falls_back(tmp_path):
+    backend = _replay(tmp_path, {"squeue.json": SQUEUE})
+    backend.workers["jobs"] = ParseWorker(python=str(tmp_path / "no-such-python"))
+    jobs = await backend.fetch_jobs()
+    assert jobs == parse_squeue(SQUEUE.read_bytes())
+    assert any("cannot start the parse worker" in w for w in backend.warnings)
+
+
+def _fake_bin(tmp_path: Path, script: str) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(script)
+    (bin_dir / "squeue").chmod(0o755)
+    return bin_dir
+
+
+async def test_streamed_command_output_goes_to_the_worker(tmp_path):
+    bin_dir = _fake_bin(tmp_path, f"#!/bin/sh\nexec cat {SQUEUE}\n")
+    backend = SlurmCliBackend(LocalRunner(), bin_dir=str(bin_dir))
+    backend.worker_threshold = 1000  # the fixture is ~20 KB: streamed, in chunks, to the worker
+    try:
+        items = [item async for item in backend.stream_jobs()]
+        assert items[-1] == (parse_squeue(SQUEUE.read_bytes()), True)
+        assert "jobs" in backend.workers
+    finally:
+        await backend.close()
+
+
+async def test_a_command_failing_mid_stream_is_reported_and_the_worker_survives(tmp_path):
+    bin_dir = _fake_bin(tmp_path, f"#!/bin/sh\ncat {SQUEUE}\necho 'slurm_load_jobs error: boom' >&2\nexit 1\n")
+    backend = SlurmCliBackend(LocalRunner(), bin_dir=str(bin_dir))
+    backend.worker_threshold = 1000
+    try:
+        with pytest.raises(CommandFailed, match="boom"):
+            await backend.fetch_jobs()
+        worker = backend.workers["jobs"]
+        assert worker.running
+        deltas = [d async for d in worker.parse("jobs", "", "squeue --json", SQUEUE.read_bytes())]
+        assert deltas[-1].total == len(parse_squeue(SQUEUE.read_bytes()))
+    finally:
+        await backend.close()
+
+
+class StreamingBackend:
+    name, description = "streaming", "test"
+
+    def __init__(self, jobs):
+        self.jobs = jobs
+
+    async def version(self):
+        return "24.11.1"
+
+    async def stream_jobs(self):
+        yield self.jobs[:1], False
+        yield self.jobs, True
+
+    async def fetch_nodes(self):
+        return ()
+
+    async def fetch_partitions(self):
+        return ()
+
+    async def fetch_topology(self):
+        from cockpit.models import Topology
+
+        return Topology()
+
+
+async def test_poller_publishes_partial_results_of_a_stream_at_once():
+    jobs = parse_squeue(SQUEUE.read_bytes())
+    seen = []
+    poller = Poller(StreamingBackend(jobs), lambda snap, status: seen.append(len(snap.jobs)))
+    await poller.poll_once()
+    assert seen == [1, len(jobs)] and poller.polls == 1

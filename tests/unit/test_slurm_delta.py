@@ -1,0 +1,162 @@
+"""The delta protocol (cockpit.backends.slurm_delta), in-process: the same results
+as the in-process parsers on recorded outputs, and exact add/change/remove deltas."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cockpit.backends.slurm_delta import Delta, JobsDiffer, NodesDiffer, dumps, store_for
+from cockpit.backends.slurm_json import parse_scontrol_nodes, parse_sinfo, parse_squeue
+from cockpit.errors import ParseError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+JOB_FILES = ["slurm-22.05/squeue.json", "slurm-24.11/squeue.json", "slurm-24.11/scontrol-show-job.json",
+             *sorted(str(p.relative_to(DATA)) for p in (DATA / "slurm-json").glob("*squeue*")),
+             *sorted(str(p.relative_to(DATA)) for p in (DATA / "slurm-json").glob("*restd-job*"))]
+NODE_FILES = [("slurm-24.11/scontrol-show-node.json", "scontrol"), ("slurm-22.05/sinfo.json", "sinfo"),
+              ("slurm-24.11/sinfo.json", "sinfo"),
+              *sorted((str(p.relative_to(DATA)), "scontrol") for p in (DATA / "slurm-json").glob("*restd-node*"))]
+
+
+def apply_all(store, deltas):
+    deltas = list(deltas)
+    for d in deltas:
+        store.apply(d)
+    assert deltas[-1].done and all(not d.done for d in deltas[:-1])
+    return deltas
+
+
+@pytest.mark.parametrize("name", JOB_FILES)
+def test_jobs_first_load_equals_in_process_parsing(name):
+    raw = (DATA / name).read_bytes()
+    store = store_for("jobs")
+    deltas = apply_all(store, JobsDiffer(chunk=3).feed(raw))
+    expected = parse_squeue(raw)
+    assert store.values() == expected
+    assert deltas[0].reset and deltas[-1].total == len(expected)
+    # the same output again: nothing to send
+    differ = JobsDiffer()
+    list(differ.feed(raw))
+    assert [d for d in differ.feed(raw) if d.upserts or d.removed] == []
+
+
+@pytest.mark.parametrize("name,fmt", NODE_FILES)
+def test_nodes_first_load_equals_in_process_parsing(name, fmt):
+    raw = (DATA / name).read_bytes()
+    store = store_for("nodes")
+    apply_all(store, NodesDiffer(fmt=fmt, source="x", chunk=2).feed(raw))
+    expected = parse_sinfo(raw)[0] if fmt == "sinfo" else parse_scontrol_nodes(raw)
+    assert store.values() == expected
+    differ = NodesDiffer(fmt=fmt)
+    list(differ.feed(raw))
+    assert [d for d in differ.feed(raw) if d.upserts or d.removed] == []
+
+
+def _doc(name="slurm-24.11/squeue.json"):
+    return json.loads((DATA / name).read_bytes())
+
+
+def test_add_change_remove_are_exact():
+    doc = _doc()
+    differ, store = JobsDiffer(chunk=2), store_for("jobs")
+    apply_all(store, differ.feed(json.dumps(doc).encode()))
+    jobs = doc["jobs"]
+    gone = jobs.pop(0)["job_id"]
+    jobs[0]["name"] = "renamed"
+    changed = jobs[0]["job_id"]
+    new = dict(jobs[1], job_id=999_999)
+    jobs.append(new)
+    raw = json.dumps(doc).encode()
+    deltas = apply_all(store, differ.feed(raw))
+    upserted = [j.job_id for d in deltas for j in d.upserts]
+    assert sorted(upserted) == sorted([changed, 999_999])
+    assert [k for d in deltas for k in d.removed] == [gone]
+    assert not any(d.reset for d in deltas)
+    assert {j.job_id: j for j in store.values()} == {j.job_id: j for j in parse_squeue(raw)}
+    assert store.objects[changed].name == "renamed"
+
+
+def test_unchanged_jobs_keep_their_identity_in_the_store():
+    doc = _doc()
+    differ, store = JobsDiffer(), store_for("jobs")
+    apply_all(store, differ.feed(json.dumps(doc).encode()))
+    before = dict(store.objects)
+    doc["jobs"][1]["name"] = "other"
+    apply_all(store, differ.feed(json.dumps(doc).encode()))
+    same = [k for k in before if store.objects[k] is before[k]]
+    assert len(same) == len(before) - 1
+
+
+def test_a_field_cockpit_does_not_read_changes_nothing():
+    doc = _doc()
+    differ = JobsDiffer()
+    list(differ.feed(json.dumps(doc).encode()))
+    for job in doc["jobs"]:
+        job["last_sched_evaluation"] = {"set": True, "infinite": False, "number": 123}
+    deltas = list(differ.feed(json.dumps(doc).encode()))
+    assert [d for d in deltas if d.upserts or d.removed] == []
+
+
+def test_parse_error_keeps_the_previous_state():
+    raw = (DATA / "slurm-24.11/squeue.json").read_bytes()
+    differ = JobsDiffer()
+    list(differ.feed(raw))
+    doc = _doc()
+    doc["jobs"][0]["job_state"] = {"not": "a state"}
+    with pytest.raises(ParseError) as err:
+        list(differ.feed(json.dumps(doc).encode()))
+    assert str(err.value) == _in_process_error(json.dumps(doc).encode())
+    with pytest.raises(ParseError):
+        list(differ.feed(b'{"jobs": ['))
+    assert [d for d in differ.feed(raw) if d.upserts or d.removed] == []
+
+
+def _in_process_error(raw):
+    with pytest.raises(ParseError) as err:
+        parse_squeue(raw)
+    return str(err.value)
+
+
+def test_duplicate_job_ids_are_a_parse_error():
+    doc = _doc()
+    doc["jobs"].append(doc["jobs"][0])
+    with pytest.raises(ParseError, match="twice"):
+        list(JobsDiffer().feed(json.dumps(doc).encode()))
+
+
+def test_reset_and_empty_output_with_slurm_errors():
+    differ, store = JobsDiffer(), store_for("jobs")
+    apply_all(store, differ.feed((DATA / "slurm-24.11/squeue.json").read_bytes()))
+    empty = json.dumps({"jobs": [], "errors": [{"error": "Unable to contact slurm controller"}]}).encode()
+    deltas = apply_all(store, differ.feed(empty, reset=True))
+    assert deltas[-1].reset and deltas[-1].total == 0 and store.values() == ()
+    assert any("controller" in e for e in deltas[-1].slurm_errors)
+
+
+def test_compact_pickling_round_trips_the_models():
+    import pickle
+
+    jobs = parse_squeue((DATA / "slurm-24.11/squeue.json").read_bytes())
+    nodes = parse_scontrol_nodes((DATA / "slurm-24.11/scontrol-show-node.json").read_bytes())
+    d = Delta("jobs", jobs + nodes, ("x",), True)
+    assert pickle.loads(dumps(d)) == d
+
+
+def test_nodes_add_change_remove_are_exact():
+    doc = _doc("slurm-24.11/scontrol-show-node.json")
+    differ, store = NodesDiffer(), store_for("nodes")
+    apply_all(store, differ.feed(json.dumps(doc).encode()))
+    nodes = doc["nodes"]
+    gone = nodes.pop(0)["name"]
+    nodes[0]["reason"] = "Xid 79"
+    changed = nodes[0]["name"]
+    nodes.append(dict(nodes[1], name="node99", hostname="node99"))
+    raw = json.dumps(doc).encode()
+    deltas = apply_all(store, differ.feed(raw))
+    assert sorted(n.name for d in deltas for n in d.upserts) == sorted([changed, "node99"])
+    assert [k for d in deltas for k in d.removed] == [gone]
+    assert {n.name: n for n in store.values()} == {n.name: n for n in parse_scontrol_nodes(raw)}
+    assert store.objects[changed].reason == "Xid 79"
