@@ -107,6 +107,13 @@ class AuditLog:
         )
         self.append(rec)
 
+    def event(self, action: str, targets: tuple[str, ...], result: str, **fields: Any) -> None:
+        """One line for an action that is no Plan (a plugin launching a job from the TUI):
+        what, on what, how it ended, plus JSON-able ``fields``. Raises ConfigError."""
+        rec = self._base(action)
+        rec.update(targets=list(targets), argv=None, dry_run=False, result=result, **fields)
+        self.append(rec)
+
     def refusal(self, action: str, targets: tuple[str, ...], why: str) -> None:
         """One line saying an action was refused before anything ran."""
         rec = self._base(action)

@@ -8,7 +8,9 @@ Seams for other issues:
   (see cockpit/tui/messages.py for the mapping's shape);
 * actions: a module ``cockpit.tui.screens.actions`` with ``install(app)`` is
   called on mount; it can ``app.bind(...)``, add palette entries with
-  :meth:`add_command`, and read :meth:`selected_keys` / :meth:`marked_keys`.
+  :meth:`add_command`, and read :meth:`selected_keys` / :meth:`marked_keys`;
+  ``cockpit.tui.screens.plugins`` (plugin screens, keys l/w) and
+  ``cockpit.tui.telemetry`` (live GPU telemetry, key t) are installed the same way.
 """
 
 from __future__ import annotations
@@ -69,14 +71,31 @@ class CockpitApp(App):
         self.set_interval(1.0, self._tick)
         self._install_extensions()
 
+    # Each module's install(app) adds keys, palette entries and services (actions,
+    # plugin screens, live GPU telemetry); app.cleanups run on unmount.
+    EXTENSIONS = ("cockpit.tui.screens.actions", "cockpit.tui.screens.plugins", "cockpit.tui.telemetry")
+
     def _install_extensions(self) -> None:
-        try:
-            mod = importlib.import_module("cockpit.tui.screens.actions")
-        except ModuleNotFoundError:
-            return
-        install = getattr(mod, "install", None)
-        if install is not None:
-            install(self)
+        for name in self.EXTENSIONS:
+            try:
+                mod = importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name != name:  # the extension exists but something it needs is missing
+                    self.notify(f"{name} not loaded: {exc}", severity="error")
+                continue
+            install = getattr(mod, "install", None)
+            if install is not None:
+                install(self)
+
+    async def on_unmount(self) -> None:
+        """Close what extensions opened (SSH pools, the telemetry thread)."""
+        for fn in reversed(getattr(self, "cleanups", [])):
+            try:
+                result = fn()
+                if hasattr(result, "__await__"):
+                    await result
+            except Exception as exc:  # one failing cleanup must not skip the others
+                self.log.warning(f"cleanup {fn!r} failed: {exc}")
 
     async def _on_poll(self, snap: ClusterSnapshot, status: PollStatus) -> None:
         self.post_message(SnapshotUpdated(snap, status))
@@ -91,7 +110,9 @@ class CockpitApp(App):
         self.snapshot, self.poll_status = message.snapshot, message.status
         self.main.update_snapshot(message.snapshot)
         for screen in self.screen_stack:
-            if screen is not self.main and hasattr(screen, "refresh_snapshot"):
+            # A screen pushed but not yet composed has no widgets to update; its on_mount reads
+            # app.snapshot anyway.
+            if screen is not self.main and screen.is_mounted and hasattr(screen, "refresh_snapshot"):
                 screen.refresh_snapshot(message.snapshot)
 
     def on_status_updated(self, message: StatusUpdated) -> None:

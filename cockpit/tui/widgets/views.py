@@ -1,13 +1,15 @@
 """The resource views: one VTable each, rows built and filtered in a worker thread.
 
 A view keeps the latest snapshot; when it is shown (or its filter/sort changes,
-or a snapshot arrives while shown) it rebuilds in a thread and swaps the
-result in. Hidden views only remember that they are out of date.
+or a snapshot arrives while shown) it updates its :class:`LiveTable` in a thread
+(only changed rows are rebuilt, re-filtered and re-placed in the sort order) and
+swaps the result in. Hidden views only remember that they are out of date.
 """
 
 from __future__ import annotations
 
 import threading
+from operator import attrgetter
 from typing import Any
 
 from rich.text import Text
@@ -19,6 +21,7 @@ from cockpit.core.filtering import compile_query
 from cockpit.errors import UsageError
 from cockpit.models import ClusterSnapshot
 from cockpit.tui import rows as R
+from cockpit.tui.livetable import LiveTable
 from cockpit.tui.widgets.vtable import VTable
 
 
@@ -45,8 +48,9 @@ class TableView(Vertical):
         self.query_error = ""
         self._dirty = False
         self._gen = 0
-        self._lock = threading.Lock()  # one build at a time: the row cache is not thread-safe
+        self._lock = threading.Lock()  # one build at a time: the LiveTable is not thread-safe
         self.builds = 0
+        self.live = self.make_live()
 
     def compose(self):
         yield self.status_line
@@ -91,10 +95,13 @@ class TableView(Vertical):
         with self._lock:
             if gen != self._gen:
                 return
-            rows = self.build_rows(snap)
             pred = compile_query(query, self.schema.fields, self.schema.aliases)
-            data = R.build_table(rows, pred, field, reverse)
-        self.app.call_from_thread(self._apply, data, gen)
+            self.live.configure(query, pred, field, reverse)
+            data = self.live.update(self.objects(snap))
+        try:
+            self.app.call_from_thread(self._apply, data, gen)
+        except RuntimeError:  # NoActiveAppError / "App is not running": quit while building
+            pass
 
     def _apply(self, data: R.TableData, gen: int) -> None:
         if gen != self._gen:
@@ -110,33 +117,44 @@ class TableView(Vertical):
             t.append(f"  marked: {len(self.table.marked_keys())}")
         self.status_line.update(t)
 
+    def make_live(self) -> LiveTable:
+        """By default the objects are the rows themselves (see :meth:`objects`)."""
+        return LiveTable(lambda row: row, _ROW_KEY)
+
+    def objects(self, snap: ClusterSnapshot) -> Any:
+        """What the LiveTable diffs: model objects (jobs, nodes) or prebuilt rows."""
+        return self.build_rows(snap)
+
     def build_rows(self, snap: ClusterSnapshot) -> list[R.Row]:
         raise NotImplementedError
+
+
+_ROW_KEY = attrgetter("key")
 
 
 class JobsView(TableView):
     kind, title, schema = "jobs", "Jobs", R.JOB_SCHEMA
 
-    def __init__(self, clock, width: int = 40, **kw: Any) -> None:
-        super().__init__(clock, width, **kw)
-        self._cache = R.RowCache(lambda j: R.job_row(j, self.cell_width))
+    def make_live(self) -> LiveTable:
+        return LiveTable(lambda j: R.job_row(j, self.cell_width), attrgetter("job_id"))
 
-    def build_rows(self, snap):
-        return self._cache.rows(snap.jobs, lambda j: j.job_id)
+    def objects(self, snap):
+        return snap.jobs
 
 
 class NodesView(TableView):
     kind, title, schema = "nodes", "Nodes", R.NODE_SCHEMA
 
-    def __init__(self, clock, width: int = 40, **kw: Any) -> None:
-        super().__init__(clock, width, **kw)
-        self._cache = R.RowCache(lambda n: R.node_row(n, self.cell_width))
+    def make_live(self) -> LiveTable:
+        return LiveTable(lambda n: R.node_row(n, self.cell_width), attrgetter("name"))
 
-    def build_rows(self, snap):
-        return self._cache.rows(snap.nodes, lambda n: n.name)
+    def objects(self, snap):
+        return snap.nodes
 
 
 class GpusView(TableView):
+    # GPU rows depend on nodes, jobs and telemetry together: they are rebuilt whole
+    # (when the view is shown) and the LiveTable keeps only the order incremental.
     kind, title, schema = "gpus", "GPUs", R.GPU_SCHEMA
 
     def set_telemetry(self, telemetry: R.Mapping, visible: bool) -> None:
