@@ -147,7 +147,10 @@ class JobDetailScreen(DetailScreen):
             out.append("\n")
             for line in lines:
                 out.append("  " + clean(line, 300) + "\n")
-        self.app.call_from_thread(self.extra.update, out)
+        try:
+            self.app.call_from_thread(self.extra.update, out)
+        except RuntimeError:  # NoActiveAppError / "App is not running": quit while reading
+            pass
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         oid = event.option.id or ""

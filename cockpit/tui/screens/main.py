@@ -29,8 +29,9 @@ class MainScreen(Screen):
         Binding("3", "view('gpus')", "GPUs"),
         Binding("4", "view('partitions')", "Parts"),
         Binding("5", "view('jobs')", "Jobs"),
-        Binding("slash", "filter", "Filter"),
-        Binding("colon", "command", "Cmd"),
+        # priority: run on arrival, before the keys typed after it are routed (see _open).
+        Binding("slash", "filter", "Filter", priority=True),
+        Binding("colon", "command", "Cmd", priority=True),
         Binding("p", "app.toggle_pause", "Pause"),
         Binding("r", "app.refresh_now", "Refresh", show=False),
         Binding("question_mark", "app.show_keys", "Keys"),
@@ -98,7 +99,7 @@ class MainScreen(Screen):
         view = self.views[kind]
         view.show_if_dirty()
         table = self.active_table()
-        (table or view).focus()
+        self.set_focus(table or view)  # now: a pending focus() would undo _open's
         self.query_one("#filter", Input).value = getattr(view, "query_text", "")
         self.update_header()
 
@@ -114,7 +115,13 @@ class MainScreen(Screen):
         line = self.query_one(f"#{which}", Input)
         if which == "command":
             line.value = ""
-        line.focus()
+        # Focus now, not via focus() (a call_later): keys typed right after / or : (a fast typist,
+        # a batched SSH link) would otherwise reach the table first, where p pauses and q quits.
+        self.set_focus(line)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # / and : are priority bindings; while a line has focus they are just characters.
+        return not (action in ("filter", "command") and isinstance(self.focused, Input))
 
     def action_filter(self) -> None:
         if self.current == "pulse":

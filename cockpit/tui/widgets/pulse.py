@@ -117,7 +117,10 @@ class PulseView(VerticalScroll):
             summary = summarise(snap)
             self.tracker.feed(snap, snap.fetched_at or self.clock())
             data = PulseData(changes=tuple(self.tracker.recent), **summary)
-        self.app.call_from_thread(self._apply, data, visible)
+        try:
+            self.app.call_from_thread(self._apply, data, visible)
+        except RuntimeError:  # NoActiveAppError / "App is not running": quit while computing
+            pass
 
     def _apply(self, data: PulseData, visible: bool) -> None:
         self._data = data
