@@ -34,15 +34,9 @@ def _options(p) -> None:
 
 def fanout_settings(session, args):
     """SSH settings for compute nodes: [ssh], with [clusters.NAME] jump_host when given."""
-    from dataclasses import replace
+    from cockpit.remote.settings import node_settings
 
-    from cockpit.remote.settings import SshSettings
-
-    settings = SshSettings.from_config(session.config)
-    name = getattr(args, "cluster", None)
-    if name and name in session.config.clusters and session.config.clusters[name].jump_host:
-        settings = replace(settings, jump_host=session.config.clusters[name].jump_host)
-    return settings
+    return node_settings(session.config, getattr(args, "cluster", None))
 
 
 class _MiniParser(argparse.ArgumentParser):

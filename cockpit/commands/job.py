@@ -1,4 +1,4 @@
-"""``cockpit job cancel|signal|requeue|hold|release|timelimit|top|nice|tail``.
+"""``cockpit job cancel|signal|requeue|hold|release|timelimit|top|nice|tail|procs``.
 
 Every action goes through cockpit.core.actions (read-only, audit, per-target
 results). Without ``--yes`` nothing runs: the exact argv is printed and the
@@ -109,19 +109,6 @@ async def _job_action(args: argparse.Namespace, session: Any) -> int:
     return await run_action(args, session, name, args.jobs, **params)
 
 
-async def _job_tail(args: argparse.Namespace, session: Any) -> int:
-    from cockpit.core.joblog import follow, job_log_path, tail_lines
-
-    path = await job_log_path(session.backend, args.job, stderr=args.stderr)
-    for line in tail_lines(path, args.lines):
-        print(line)
-    if args.follow:
-        sys.stdout.flush()
-        async for line in follow(path):
-            print(line, flush=True)
-    return 0
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     job = subparsers.add_parser("job", help="act on jobs: cancel, signal, requeue, hold, release ...")
     sub = job.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -141,9 +128,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("jobs", nargs="+", metavar="JOBID", help="job ids (123, 123_4 for an array task)")
         add_action_flags(p)
         p.set_defaults(func=_job_action)
-    t = sub.add_parser("tail", help="print the end of a job's stdout/stderr (where readable here)")
-    t.add_argument("job", metavar="JOBID")
-    t.add_argument("-n", "--lines", type=int, default=20, help="lines to print (default 20)")
-    t.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
-    t.add_argument("--stderr", action="store_true", help="the job's stderr instead of stdout")
-    t.set_defaults(func=_job_tail)
+    from cockpit.commands._jobnodes import add_parsers
+
+    add_parsers(sub)  # tail and procs: read on the job's nodes where needed

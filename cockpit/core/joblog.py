@@ -4,7 +4,10 @@ Log lines are cluster data: control characters and terminal escape
 sequences are removed before anything shows them (a job that prints
 ``\\x1b]52;...`` must not reach the operator's clipboard). A carriage return
 keeps what a terminal would show: the text after the last one (progress bars).
-The SSH issue extends this to files that live on compute nodes.
+Files that are not readable here (node-local disks, or a session on a login
+node through ``--host``) are read over SSH on the node that writes them, the
+job's batch host (its first node): :func:`open_job_output` chooses, and its
+``source`` says where the lines come from (``node01:/path``).
 """
 
 from __future__ import annotations
@@ -47,13 +50,18 @@ def tail_lines(path: str, n: int = 20) -> list[str]:
                 data = fh.read(step) + data
     except OSError as exc:
         raise JobLogError(f"cannot read {path}: {exc.strerror or exc}") from None
-    text = data.decode("utf-8", "replace")
-    lines = text.split("\n")
+    return last_lines(data, n, cut=pos > 0)
+
+
+def last_lines(data: bytes, n: int, *, cut: bool = False) -> list[str]:
+    """The last ``n`` lines of ``data``, sanitized; ``cut``: data starts mid-file,
+    so its first line is probably partial and is dropped."""
+    lines = data.decode("utf-8", "replace").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    if pos > 0 and lines:
-        lines = lines[1:]  # the first line read is probably cut
-    return [sanitize(line) for line in lines[-n:]]
+    if cut and lines:
+        lines = lines[1:]
+    return [sanitize(line) for line in lines[-n:]] if n > 0 else []
 
 
 async def follow(path: str, *, interval: float = 1.0, from_end: bool = True,
@@ -116,8 +124,8 @@ def path_for(job: Any, *, stderr: bool = False) -> str:
     return path
 
 
-async def job_log_path(backend: Any, job_id: str, *, stderr: bool = False) -> str:
-    """Find a job (``123`` or ``123_4``) in the backend and return its log path.
+async def find_job(backend: Any, job_id: str) -> Any:
+    """The Job ``123`` or ``123_4`` from the backend.
 
     Raises JobLogError for an unknown job; the backend's own errors pass through."""
     jobs = await backend.fetch_jobs()
@@ -126,5 +134,141 @@ async def job_log_path(backend: Any, job_id: str, *, stderr: bool = False) -> st
         if job.array_job_id is not None and job.array_task_id is not None:
             names.add(f"{job.array_job_id}_{job.array_task_id}")
         if job_id in names:
-            return path_for(job, stderr=stderr)
+            return job
     raise JobLogError(f"job {job_id} not found")
+
+
+async def job_log_path(backend: Any, job_id: str, *, stderr: bool = False) -> str:
+    """Find a job (``123`` or ``123_4``) in the backend and return its log path.
+
+    Raises JobLogError for an unknown job; the backend's own errors pass through."""
+    return path_for(await find_job(backend, job_id), stderr=stderr)
+
+
+# -- wherever the file is: here or on the node that writes it ---------------
+
+WHERE = ("auto", "local", "node")
+REMOTE_FAILURES = 3  # consecutive SSH failures before a remote follow gives up
+
+
+def readable_here(path: str) -> bool:
+    """True when this process can open ``path`` (an access() check would lie for root)."""
+    try:
+        with open(path, "rb"):
+            return True
+    except OSError:
+        return False
+
+
+def reading_node(job: Any, path: str, *, where: str = "auto", remote_session: bool = False) -> str | None:
+    """The node to read ``path`` on, or None for here.
+
+    ``where``: "local" always here; "node" always on the batch host; "auto" on the
+    batch host when the session is remote (``--host``) or the file is not
+    readable here, and the job has started. Raises JobLogError when a node is
+    required but the job has none yet (pending)."""
+    if where not in WHERE:
+        raise JobLogError(f"job output location must be one of {', '.join(WHERE)}, got {where!r}")
+    if where == "local":
+        return None
+    batch_host = job.nodes[0] if job.nodes else None  # Slurm runs the batch script on the first node
+    if where == "node" or remote_session:
+        if batch_host is None:
+            raise JobLogError(f"job {job.job_id} has no node yet ({job.state.lower()}): nothing writes its output")
+        return batch_host
+    if readable_here(path) or batch_host is None:
+        return None
+    return batch_host
+
+
+class JobOutput:
+    """A job's stdout or stderr, read here or over SSH; ``source`` says where."""
+
+    def __init__(self, path: str, node: str | None = None, pool: Any = None, *, owns_pool: bool = False) -> None:
+        self.path, self.node = path, node
+        self._pool, self._owns_pool = pool, owns_pool
+        self._remote = None
+        self._rest = b""  # a partial last line left by tail(partial=False)
+        if node is not None:
+            from cockpit.remote.filetail import RemoteFile
+
+            self._remote = RemoteFile(pool, node, path)
+
+    @property
+    def source(self) -> str:
+        """``/path`` when read here, ``node01:/path`` when read on the node."""
+        return self.path if self.node is None else f"{self.node}:{self.path}"
+
+    async def tail(self, n: int = 20, *, partial: bool = True) -> list[str]:
+        """The last ``n`` lines, sanitized. ``partial=False`` leaves out a last line
+        still being written (a remote :meth:`follow` then yields it whole).
+        Raises JobLogError naming the source."""
+        if self._remote is None:
+            return tail_lines(self.path, n)
+        if n <= 0:
+            return []
+        want = min(MAX_TAIL_BYTES, max(_BLOCK, n * 256))
+        while True:
+            try:
+                data, cut = await self._remote.last_bytes(want)
+            except CockpitError as exc:
+                raise JobLogError(str(exc) if self.source in str(exc) else f"{self.source}: {exc}") from None
+            self._rest = b"" if partial else data[data.rfind(b"\n") + 1:]
+            lines = last_lines(data[:len(data) - len(self._rest)], n, cut=cut)
+            if len(lines) >= n or not cut or want >= MAX_TAIL_BYTES:
+                return lines
+            want = min(MAX_TAIL_BYTES, want * 4)
+
+    async def follow(self, *, interval: float = 1.0, stop: Any = None) -> AsyncIterator[str]:
+        """New complete lines as they are written (after :meth:`tail`: from where
+        it ended, exactly). Waits while the file is missing; ``stop.is_set()``
+        ends it. A remote follow raises JobLogError after REMOTE_FAILURES
+        consecutive SSH failures."""
+        if self._remote is None:
+            async for line in follow(self.path, interval=interval, stop=stop):
+                yield line
+            return
+        buf, failures = self._rest, 0
+        while stop is None or not stop.is_set():
+            try:
+                chunk = await self._remote.poll()
+            except CockpitError as exc:
+                failures += 1
+                if failures >= REMOTE_FAILURES:
+                    raise JobLogError(f"{self.source}: {exc}") from None
+                await asyncio.sleep(interval)
+                continue
+            failures = 0
+            if chunk:
+                *complete, buf = (buf + chunk).split(b"\n")
+                for raw in complete:
+                    yield sanitize(raw.decode("utf-8", "replace"))
+                continue  # more may be waiting: read again before sleeping
+            if chunk is None:  # missing: when it comes back, it is read from its start
+                buf = b""
+            await asyncio.sleep(interval)
+
+    async def close(self) -> None:
+        """Close the SSH pool when this object opened it."""
+        if self._owns_pool and self._pool is not None:
+            await self._pool.close()
+
+
+def open_job_output(job: Any, *, stderr: bool = False, where: str = "auto", remote_session: bool = False,
+                    settings: Any = None, pool: Any = None) -> JobOutput:
+    """A JobOutput for the job's stdout (or stderr), here or on its batch host.
+
+    ``pool`` (an SshPool, kept open) or ``settings`` (SshSettings: a pool of its
+    own, closed by :meth:`JobOutput.close`) reach the nodes; nothing connects
+    until the first read. Raises JobLogError (no path, no node yet, bad ``where``)."""
+    path = path_for(job, stderr=stderr)
+    node = reading_node(job, path, where=where, remote_session=remote_session)
+    if node is None:
+        return JobOutput(path)
+    owns = pool is None
+    if owns:
+        from cockpit.remote.pool import SshPool
+        from cockpit.remote.settings import SshSettings
+
+        pool = SshPool(settings if settings is not None else SshSettings())
+    return JobOutput(path, node, pool, owns_pool=owns)

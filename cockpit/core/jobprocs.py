@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from cockpit.errors import CockpitError
 from cockpit.remote.pool import SshPool
@@ -109,3 +109,8 @@ async def job_processes(pool: SshPool, job_id: int, nodes: Iterable[str]) -> tup
         else:
             procs[n] = r
     return procs, errors
+
+
+def procs_to_json(job_id: int, procs: dict[str, list[JobProcess]], errors: dict[str, str]) -> dict:
+    """The ``cockpit job procs --json`` object: processes per node, errors per node."""
+    return {"job_id": job_id, "nodes": {n: [asdict(p) for p in ps] for n, ps in procs.items()}, "errors": dict(errors)}

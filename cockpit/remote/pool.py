@@ -17,6 +17,7 @@ import asyncssh
 
 from cockpit.backends.base import CommandResult
 from cockpit.errors import BackendError, CommandTimeout
+from cockpit.remote.knownhosts import KnownHostsCache
 from cockpit.remote.settings import SshSettings, describe_error, remote_command
 
 
@@ -31,6 +32,7 @@ class SshPool:
         self.settings = settings
         self._conns: dict[str, asyncio.Task] = {}
         self._closed = False
+        self.known_hosts = KnownHostsCache(settings)  # parsed once, not per connection
 
     async def connection(self, host: str) -> asyncssh.SSHClientConnection:
         """The open connection to ``host``; raises SshError with a one-line cause."""
@@ -58,12 +60,11 @@ class SshPool:
         if s.jump_host and host != s.jump_host:
             tunnel = await self.connection(s.jump_host)
         try:
+            kw = s.connect_kwargs(host, tunnel)
+            kw["known_hosts"] = self.known_hosts.for_host(host)
             # asyncssh applies connect_timeout itself; the outer wait_for also
             # bounds the time spent reading configs and keys.
-            return await asyncio.wait_for(
-                asyncssh.connect(host, **s.connect_kwargs(host, tunnel)),
-                (s.connect_timeout or 3600) + 1,
-            )
+            return await asyncio.wait_for(asyncssh.connect(host, **kw), (s.connect_timeout or 3600) + 1)
         except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
             raise SshError(describe_error(s, host, exc)) from None
 

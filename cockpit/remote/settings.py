@@ -82,6 +82,23 @@ class SshSettings:
         return kw
 
 
+def node_settings(cfg: Any, cluster: str | None = None) -> SshSettings:
+    """SSH settings for compute nodes: [ssh], with [clusters.NAME] jump_host when
+    that cluster is named, or (unnamed, as in the TUI) when its host is the
+    session's ``[general] host``."""
+    from dataclasses import replace
+
+    settings = SshSettings.from_config(cfg)
+    clusters = getattr(cfg, "clusters", {}) or {}
+    chosen = clusters.get(cluster) if cluster else None
+    if chosen is None and not cluster:
+        host = getattr(getattr(cfg, "general", None), "host", "")
+        chosen = next((c for c in clusters.values() if host and c.host == host and c.jump_host), None)
+    if chosen is not None and chosen.jump_host:
+        settings = replace(settings, jump_host=chosen.jump_host)
+    return settings
+
+
 def remote_command(argv: Sequence[str], path_prepend: str = "") -> str:
     """The one string sshd hands to the remote shell: every argument quoted.
 

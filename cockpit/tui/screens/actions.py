@@ -169,13 +169,15 @@ class ActionResults(ActionModal):
 
 
 class JobLogScreen(Screen):
-    """Follows a job's stdout or stderr (a local file) until closed."""
+    """Follows a job's stdout or stderr until closed: the file here, or over SSH
+    on the job's batch host when it is not readable here (the title says where)."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"), Binding("e", "toggle_stream", "stdout/stderr")]
 
     def __init__(self, job: Any, stderr: bool = False) -> None:
         super().__init__()
         self.job, self.stderr = job, stderr
+        self.source = ""  # "/path" or "node01:/path" once chosen
 
     def compose(self) -> ComposeResult:
         yield Static("", id="log-title")
@@ -190,31 +192,41 @@ class JobLogScreen(Screen):
         self._start()
 
     def _start(self) -> None:
-        from cockpit.core.joblog import JobLogError, path_for
+        from cockpit.core.joblog import JobLogError, open_job_output
+        from cockpit.core.text import clean
+        from cockpit.tui.screens.jobprocs import node_access
 
         log = self.query_one(RichLog)
         log.clear()
         try:
-            path = path_for(self.job, stderr=self.stderr)
+            out = open_job_output(self.job, stderr=self.stderr, **node_access(self.app))
         except JobLogError as exc:
-            self.query_one("#log-title", Static).update(Text(str(exc)))
+            self.query_one("#log-title", Static).update(Text(clean(exc)))
             return
         label = "stderr" if self.stderr else "stdout"
-        self.query_one("#log-title", Static).update(Text(f" job {self.job.job_id} {label}: {path} (following)"))
-        self._follow(path)
+        self.source = out.source
+        how = " over SSH" if out.node else ""
+        self.query_one("#log-title", Static).update(Text(f" job {self.job.job_id} {label}: {clean(out.source, 300)}{how} (following)"))
+        self._follow(out)
 
     @work(exclusive=True, group="joblog")
-    async def _follow(self, path: str) -> None:
-        from cockpit.core.joblog import JobLogError, follow, tail_lines
+    async def _follow(self, out: Any) -> None:
+        from cockpit.core.joblog import JobLogError
+        from cockpit.core.text import clean
 
         log = self.query_one(RichLog)
         try:
-            for line in tail_lines(path, 200):
+            try:
+                for line in await out.tail(200, partial=False):
+                    log.write(Text(line))
+            except JobLogError as exc:
+                log.write(Text(f"{clean(exc)} (waiting for it to appear)"))
+            async for line in out.follow(interval=1.0):
                 log.write(Text(line))
         except JobLogError as exc:
-            log.write(Text(f"{exc} (waiting for it to appear)"))
-        async for line in follow(path, interval=1.0):
-            log.write(Text(line))
+            log.write(Text(f"stopped: {clean(exc)}"))
+        finally:  # also on cancel: toggling the stream or leaving the screen closes its SSH pool
+            await out.close()
 
 
 def _short(targets: tuple[str, ...], limit: int = 120) -> str:
@@ -326,3 +338,6 @@ def install(app: Any) -> None:
             app.run_worker(action_flow(app, kind, targets, s.name), name="action", group="action", exclusive=True)
         app.add_command(f"{spec.kind.capitalize()}: {spec.title.lower()}", f"{spec.title} for the selected {spec.kind}s", run)
     app.add_command("Job: follow output", "Follow the selected job's stdout (f)", lambda: _follow_log(app))
+    from cockpit.tui.screens import jobprocs
+
+    jobprocs.install(app)  # P: the job's processes per node
