@@ -259,7 +259,11 @@ def test_read_only_refuses_every_action_and_changes_nothing(cluster, tmp_path, j
         assert r.returncode == 2 and "read-only mode: refusing" in r.stderr, (cmd, r.stderr)
     # Other tests' jobs may make node03 MIXED meanwhile: compare what our actions would change.
     after_flags, after_reason = node_info(cluster)
-    assert job_fields(cluster, job) == before_job and after_reason == before_node[1]
+    assert job_fields(cluster, job) == before_job
+    if {"DRAIN", "DOWN", "DRAINED"} & before_node[0]:
+        # Only a drained/down node's reason is ours to keep: 24.11 keeps a stale
+        # reason after RESUME and its grouped sinfo may drop it at any time.
+        assert after_reason == before_node[1]
     assert {"DRAIN", "DOWN", "DRAINED"} & after_flags == {"DRAIN", "DOWN", "DRAINED"} & before_node[0]
     recs = read_audit(tmp_path / "state" / "cockpit" / "audit.jsonl")
     assert len(recs) == len(commands) and {x["result"] for x in recs} == {"refused"}

@@ -128,9 +128,17 @@ class SshdFarm:
         return proc.pid
 
     def children(self, name: str) -> list[int]:
-        """PIDs of the session processes the listener forked (for freezing them)."""
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.pid(name))], capture_output=True, text=True)
-        return [int(p) for p in out.stdout.split()]
+        """PIDs of the session processes under the listener (for freezing them).
+
+        All descendants: OpenSSH 10 (Debian 13) forks an sshd-session monitor
+        that forks the process holding the connection, one level deeper than 9.x."""
+        found, todo = [], [self.pid(name)]
+        while todo:
+            out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(todo.pop())], capture_output=True, text=True)
+            kids = [int(p) for p in out.stdout.split()]
+            found += kids
+            todo += kids
+        return found
 
     def stop(self, name: str) -> None:
         proc = self.servers[name].proc

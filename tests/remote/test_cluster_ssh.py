@@ -102,7 +102,8 @@ async def test_unknown_host_key_of_a_node_is_refused(cluster_env, cluster_settin
         finally:
             await runner.close()
     assert "host key unknown or changed, refused" in str(exc.value)
-    assert "ssh-keyscan -p 2222 127.0.10.1" in str(exc.value)
+    port, net = cluster_env["COCKPIT_TEST_SSH_PORT"], cluster_env["COCKPIT_TEST_NODE_NET"]
+    assert f"ssh-keyscan -p {port} {net}.1" in str(exc.value)
 
 
 def _standin(tmp_path: Path, per_host: dict[str, str], default: str) -> Path:

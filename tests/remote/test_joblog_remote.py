@@ -123,6 +123,8 @@ def test_job_tail_reads_over_ssh_what_is_not_readable_here(cluster, cluster_env,
         local = _hidden_cockpit(hidden, config, "job", "tail", job_id, "--local")
     finally:
         cancel(job_id, wait=False)
+    if "cannot change root filesystem propagation" in res.stderr:
+        pytest.skip("no private mount namespace here (a chroot whose / is not a mount point)")
     assert res.returncode == 0, res.stderr
     assert f"{marker} on node01" in res.stdout
     assert f"node01:{out} (over SSH)" in res.stderr
