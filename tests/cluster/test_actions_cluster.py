@@ -188,18 +188,22 @@ def test_node_actions_with_a_hostile_reason_read_back_exactly(cluster, tmp_path,
     assert "DRAIN" not in node_info(cluster)[0]
 
 
-def test_reboot_asap_is_requested_or_refused_in_slurms_words(cluster, tmp_path, node3):
-    r = cockpit(cluster, tmp_path, "node", "reboot", NODE, "--template", "xid79", "--yes", "--json")
-    res = json.loads(r.stdout)["results"][0]
-    reboot_prog = slurm(cluster, "scontrol", "show", "config").stdout
-    if "RebootProgram           = (null)" in reboot_prog:
-        # The test cluster defines no RebootProgram: Slurm refuses, and we say so verbatim.
-        assert r.returncode == 1 and res["status"] == "failed"
-        assert "RebootProgram isn't defined" in res["detail"]
-    else:
-        assert r.returncode == 0, res
-        assert any("REBOOT" in f for f in node_info(cluster)[0])
+def test_reboot_asap_is_requested_on_a_busy_node(cluster, tmp_path, jobs, node3):
+    # A job keeps the node busy, so "reboot ASAP" stays requested (DRAIN +
+    # REBOOT_REQUESTED) and is cancelled before RebootProgram would ever run.
+    busy = submit(cluster, "sleep 300", "-w", NODE)
+    jobs.append(busy)
+    wait_for(lambda: job_fields(cluster, busy)["state"] == "RUNNING", "the busy job to run")
+    try:
+        r = cockpit(cluster, tmp_path, "node", "reboot", NODE, "--template", "xid79", "--yes", "--json")
+        res = json.loads(r.stdout)["results"][0]
+        assert r.returncode == 0 and res["status"] == "done", res
+        flags = node_info(cluster)[0]
+        assert any(f.startswith("REBOOT") for f in flags) and "DRAIN" in flags, flags
+        assert res["argv"][:3] == ["scontrol", "reboot", "ASAP"] and "nextstate=resume" in res["argv"]
+    finally:
         slurm(cluster, "scontrol", "cancel_reboot", NODE, check=False)
+        slurm(cluster, "scancel", busy, check=False)
 
 
 def test_bulk_drain_partial_failure_keeps_the_audit_log_valid(cluster, tmp_path, node3):
