@@ -140,7 +140,8 @@ setup_ssh() {
   install -m 644 "$key.pub" "$SSHD/authorized_keys"
   for h in head $(node_names); do
     [ -s "$SSHD/host_${h}_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C "$h" -f "$SSHD/host_${h}_ed25519"
-    render sshd_config.in HOST="$h" ADDR="$(host_addr "$h")" PORT="$COCKPIT_CLUSTER_SSH_PORT" > "$SSHD/sshd_$h.conf"
+    render sshd_config.in HOST="$h" ADDR="$(host_addr "$h")" PORT="$COCKPIT_CLUSTER_SSH_PORT" \
+      CONF_DIR="$COCKPIT_CLUSTER_CONF_DIR" > "$SSHD/sshd_$h.conf"
     kh+="[$h]:$COCKPIT_CLUSTER_SSH_PORT,[$(host_addr "$h")]:$COCKPIT_CLUSTER_SSH_PORT $(cut -d' ' -f1,2 "$SSHD/host_${h}_ed25519.pub")"$'\n'
     cfg+="Host $h"$'\n'"    HostName $(host_addr "$h")"$'\n'
   done
