@@ -27,8 +27,9 @@ import io
 import json
 import operator
 import pickle
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,6 +142,11 @@ class _Differ:
             raise ParseError(self.source, "the same id appears twice")
         removed = tuple(self._digests.keys() - digests.keys())
         self._digests, self._warnings = digests, warnings
+        return self._done(keys, removed, warnings, data, reset)
+
+    def _done(self, keys: list[Any], removed: tuple[Any, ...], warnings: dict[Any, tuple[str, ...]],
+              data: Any, reset: bool) -> Delta:
+        """The last Delta of an output; Slurm's ``errors`` only matter when it holds nothing."""
         errs: tuple[str, ...] = ()
         if not keys:
             try:
@@ -174,48 +180,107 @@ class JobsDiffer(_Differ):
         Raises ParseError (as ``parse_squeue`` would) before committing anything:
         the differ then still holds the previous state.
         """
+        return self.feed_stream((data,), reset)
+
+    def feed_stream(self, chunks: Iterable[Any], reset: bool = False) -> Iterator[Delta]:
+        """Like :meth:`feed`, for an output arriving in ``chunks`` (a command's pipe).
+
+        The output is split into job records as it comes (:class:`_JobSplitter`),
+        so only the unsplit tail and the changed records are held, never the whole
+        output; Deltas of changed jobs are yielded as soon as a chunk of them is
+        built. The state is updated in place (a second copy of it was +20 MB at
+        100k jobs); if anything fails half-way the differ forgets everything, so
+        its next Delta is a reset (the parent asks for one after a failure anyway).
+        An exception raised by ``chunks`` (the command failed) propagates.
+        """
         if reset:
             self.reset()
-        reset = reset or not self._digests
-        split = _split_jobs(data)
-        if split is None:
-            yield from self._feed_parsed(data, reset)
+        if _SPLIT is None:
+            yield from self._feed_parsed(b"".join(bytes(c) for c in chunks), reset or not self._digests)
             return
-        keys: list[Any] = [None] * len(split)
-        todo: list[tuple[int, int, Any]] = []
-        raw_new: dict[int, int] = {}
-        for i, rec in enumerate(split):
-            h = hash(bytes(rec))
-            jid = self._raw.get(h)
-            if jid is None:
-                todo.append((i, h, rec))
-            else:
-                keys[i] = raw_new[h] = jid
-        digests = {k: self._digests[k] for k in keys if k is not None}
-        warnings = {k: self._warnings[k] for k in digests if k in self._warnings}
-        first = True
-        for n in range(0, len(todo), self.chunk):
-            jobs = []
-            for i, h, rec in todo[n:n + self.chunk]:
-                job, warns = self._build(rec, data)
-                keys[i] = raw_new[h] = job.job_id
+        try:
+            yield from self._feed_in_place(chunks, reset or not self._digests)
+        except BaseException:
+            self.reset()
+            raise
+
+    def _feed_in_place(self, chunks: Iterable[Any], reset: bool) -> Iterator[Delta]:
+        splitter = _JobSplitter()
+        keys: list[Any] = []  # job ids in output order; None until a new record is built
+        todo: list[tuple[int, int, bytes]] = []
+        raw, digests, warnings = self._raw, self._digests, self._warnings
+        seen: set[int] | None = set() if raw else None  # what to keep of ``raw``; a first load keeps all
+
+        def take(records: Iterable[bytes]) -> None:
+            for rec in records:
+                h = hash(rec)
+                if seen is not None:
+                    seen.add(h)
+                jid = raw.get(h)
+                if jid is None:
+                    todo.append((len(keys), h, rec))
+                    keys.append(None)
+                else:
+                    keys.append(jid)
+
+        def build(n: int) -> list[Job]:
+            changed = []
+            for i, h, rec in todo[:n]:
+                job, warns = self._build(rec, splitter.head)
+                jid = keys[i] = raw[h] = job.job_id
                 if warns:
-                    warnings[job.job_id] = warns
-                jobs.append(job)
-            changed = self._compare(jobs, _JOB_ID, digests)
+                    warnings[jid] = warns
+                else:
+                    warnings.pop(jid, None)
+                d = _digest(job)
+                if digests.get(jid) != d:
+                    digests[jid] = d
+                    changed.append(job)
+            del todo[:n]
+            return changed
+
+        first = True
+        for chunk in chunks:
+            take(splitter.push(chunk))
+            while len(todo) >= self.chunk:
+                changed = build(self.chunk)
+                if changed:
+                    yield Delta("jobs", tuple(changed), reset=reset and first)
+                    first = False
+        rest = splitter.finish()
+        split = _split_jobs(rest)
+        if split is None:
+            if keys:  # records came, then the rest is not JSON: name the problem
+                slurm_json.parse_squeue(rest, self.source)
+                raise ParseError(self.source, "the output ends in a way that could not be parsed")
+            yield from self._feed_parsed(rest, reset)
+            return
+        take(bytes(r) for r in split)
+        del split
+        while todo:
+            changed = build(self.chunk)
             if changed:
                 yield Delta("jobs", tuple(changed), reset=reset and first)
                 first = False
-        done = self._finish(keys, digests, warnings, data, reset and first)
-        self._raw = raw_new
-        yield done
+        now = set(keys)
+        if len(now) != len(keys):
+            raise ParseError(self.source, "the same id appears twice")
+        removed = tuple(k for k in digests if k not in now)
+        for k in removed:
+            del digests[k]
+            warnings.pop(k, None)
+        if seen is not None:
+            for h in [h for h in raw if h not in seen]:  # records that changed or went away
+                del raw[h]
+        yield self._done(keys, removed, warnings, rest, reset and first)
 
-    def _build(self, rec: Any, data: bytes) -> tuple[Job, tuple[str, ...]]:
+    def _build(self, rec: Any, head: bytes) -> tuple[Job, tuple[str, ...]]:
         try:
             record = _RECORD.decode(rec)
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError, RecursionError):
-            # Let the careful path name the problem exactly as in-process parsing does.
-            slurm_json.parse_squeue(bytes(data), self.source)
+            # Let the careful path name the problem as in-process parsing does
+            # (in a document holding just this record).
+            slurm_json.parse_squeue((head or b'{"jobs": [') + bytes(rec) + b"]}", self.source)
             raise ParseError(self.source, "a job record could not be decoded") from None
         warns: list[str] = []
         job = slurm_json.job_from_record(record, self.source, warns)
@@ -319,8 +384,116 @@ if msgspec is not None:
     _NSplit = msgspec.defstruct("NodesSplit", [("nodes", list[msgspec.Raw] | None, None)])
     _NSPLIT: Any = msgspec.json.Decoder(_NSplit)
     _RECORD: Any = msgspec.json.Decoder(JobRecord)
+    _RAW: Any = msgspec.json.Decoder(msgspec.Raw)
 else:  # pragma: no cover - msgspec is a dependency; kept working without it
-    _SPLIT = _RECORD = _NSPLIT = None
+    _SPLIT = _RECORD = _NSPLIT = _RAW = None
+
+
+# Where a job record may start: every Slurm version's records begin with
+# "account" (checked against the recordings from 21.08 to 24.11). Inside a JSON
+# string a quote is escaped, so cluster strings cannot imitate this; a nested
+# object that happened to start with "account" is caught by the check below.
+_RECORD_START = re.compile(rb'[\[,]\s*(\{\s*"account"\s*:)')
+_HEAD = re.compile(rb'"jobs"\s*:\s*\[\s*$')
+_HEAD_LIMIT = 1 << 20  # no record start within this: not the shape we split; keep it whole
+_MAX_MISSES = 64  # wrong candidates in a row before giving up cutting (each re-checks the record)
+_LOOKBACK = 4096  # bytes re-scanned after a chunk: a record start cut in two by the chunking
+_SPACE = b" \t\r\n"
+
+
+def _next_start(buf: bytearray, pos: int) -> tuple[int, int, int] | None:
+    """The next ``,{"account":`` (or ``[``, any spacing) from ``pos``: the offsets of
+    the comma, of the brace and after the colon. A literal search (memchr speed)
+    then a look around it: a regex tried at every comma costs 4x more."""
+    find, n = buf.find, len(buf)
+    while (i := find(b'"account"', pos)) >= 0:
+        pos = i + 9
+        j = i - 1
+        while j >= 0 and buf[j] in _SPACE:
+            j -= 1
+        if j < 1 or buf[j] != 0x7B:  # {
+            continue
+        brace = j
+        j -= 1
+        while j >= 0 and buf[j] in _SPACE:
+            j -= 1
+        if j < 0 or buf[j] not in b",[":
+            continue
+        k = pos
+        while k < n and buf[k] in _SPACE:
+            k += 1
+        if k >= n:
+            return None  # cut by the chunking: the next push looks again
+        if buf[k] == 0x3A:  # :
+            return j, brace, k + 1
+    return None
+
+
+class _JobSplitter:
+    """Cuts a ``squeue --json`` document arriving in chunks into job records.
+
+    A candidate cut is a record start at the array's level; the bytes between two
+    cuts are accepted only if they are exactly one complete JSON value (msgspec
+    checks that in C), so a wrong candidate merely makes the next record longer.
+    What is never cut (an unknown shape, the last record and the document's end)
+    comes back from :meth:`finish` as a small document ``head + rest`` that the
+    whole-document parsers take.
+    """
+
+    def __init__(self) -> None:
+        self.head: bytes | None = None  # the document up to the jobs array, once found
+        self.buf = bytearray()
+        self.scan = 0
+        self.whole = False  # gave up splitting: finish() returns everything
+        self.misses = 0  # candidates in a row that did not end a record
+
+    def push(self, chunk: Any) -> list[bytes]:
+        buf = self.buf
+        buf += chunk
+        if self.whole:
+            return []
+        if self.head is None:
+            m = _RECORD_START.search(buf)
+            if m is None or buf[m.start()] != 0x5B or not _HEAD.search(buf, 0, m.start() + 1):
+                if m is not None or len(buf) > _HEAD_LIMIT:
+                    self.whole = True
+                return []
+            self.head = bytes(buf[:m.start(1)])
+            del buf[:m.start(1)]
+            self.scan = 1
+        records = []
+        start, scan = 0, self.scan
+        check = _RAW.decode
+        while (m := _next_start(buf, scan)) is not None:
+            end = m[0]
+            while buf[end - 1] in _SPACE:
+                end -= 1
+            piece = memoryview(buf)[start:end]
+            try:
+                check(piece)
+                ok = True
+            except (msgspec.DecodeError, ValueError, RecursionError):
+                ok = False  # not a record's end: look further
+            if ok:
+                records.append(bytes(piece))
+                start, self.misses = m[1], 0
+            piece.release()
+            scan = m[2]
+            if not ok:
+                self.misses += 1
+                if self.misses > _MAX_MISSES:  # not records as we know them: stop cutting
+                    self.whole = True
+                    break
+        if start:
+            del buf[:start]
+        # resume where a record start could still begin (it may straddle two chunks)
+        self.scan = max(scan - start, len(buf) - _LOOKBACK, 0)
+        return records
+
+    def finish(self) -> bytes:
+        if self.head is None:
+            return bytes(self.buf)
+        return self.head + bytes(self.buf)
 
 
 def _split_jobs(data: Any) -> list[Any] | None:
@@ -355,18 +528,29 @@ class DeltaStore:
     def __init__(self, key: Any) -> None:
         self.key = key
         self.objects: dict[Any, Any] = {}
+        self._changes = 0
+        self._values: tuple[Any, int, tuple[Any, ...]] | None = None  # (objects, changes, values) last returned
 
     def apply(self, delta: Delta) -> None:
         if delta.reset:
             self.objects = {}
         objs, key = self.objects, self.key
+        if delta.removed or delta.upserts:
+            self._changes += 1
         for k in delta.removed:
             objs.pop(k, None)
         for obj in delta.upserts:
             objs[key(obj)] = obj
 
     def values(self) -> tuple[Any, ...]:
-        return tuple(self.objects.values())
+        """The objects in order; the same tuple again while nothing changed
+        (10k unchanged nodes: no new tuple, and the views see ``is``)."""
+        last = self._values
+        if last is not None and last[0] is self.objects and last[1] == self._changes:
+            return last[2]
+        values = tuple(self.objects.values())
+        self._values = (self.objects, self._changes, values)
+        return values
 
     def replace(self, objects: tuple[Any, ...]) -> None:
         """Take a result parsed elsewhere (in-process), keeping unchanged objects' identity."""

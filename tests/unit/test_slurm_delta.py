@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from cockpit.backends.slurm_delta import Delta, JobsDiffer, NodesDiffer, dumps, store_for
+from cockpit.backends.slurm_delta import Delta, DeltaStore, JobsDiffer, NodesDiffer, dumps, store_for
 from cockpit.backends.slurm_json import parse_scontrol_nodes, parse_sinfo, parse_squeue
 from cockpit.errors import ParseError
 
@@ -100,17 +102,26 @@ def test_a_field_cockpit_does_not_read_changes_nothing():
     assert [d for d in deltas if d.upserts or d.removed] == []
 
 
-def test_parse_error_keeps_the_previous_state():
+def test_a_parse_error_is_named_as_in_process_and_the_next_result_is_a_whole_reset():
+    # The state is updated in place (no second copy of it at 100k jobs), so after
+    # a failure half-way the differ starts over: its next Delta says reset and
+    # carries every job, and applying it gives exactly what parse_squeue gives.
     raw = (DATA / "slurm-24.11/squeue.json").read_bytes()
     differ = JobsDiffer()
     list(differ.feed(raw))
     doc = _doc()
-    doc["jobs"][0]["job_state"] = {"not": "a state"}
+    doc["jobs"][-1]["job_state"] = {"not": "a state"}  # after good jobs were already taken
     with pytest.raises(ParseError) as err:
         list(differ.feed(json.dumps(doc).encode()))
     assert str(err.value) == _in_process_error(json.dumps(doc).encode())
     with pytest.raises(ParseError):
         list(differ.feed(b'{"jobs": ['))
+    deltas = list(differ.feed(raw))
+    assert deltas[0].reset
+    store = DeltaStore(lambda j: j.job_id)
+    for d in deltas:
+        store.apply(d)
+    assert store.values() == parse_squeue(raw)
     assert [d for d in differ.feed(raw) if d.upserts or d.removed] == []
 
 
@@ -160,3 +171,93 @@ def test_nodes_add_change_remove_are_exact():
     assert [k for d in deltas for k in d.removed] == [gone]
     assert {n.name: n for n in store.values()} == {n.name: n for n in parse_scontrol_nodes(raw)}
     assert store.objects[changed].reason == "Xid 79"
+
+
+# -- the streaming split: records cut as the output arrives, whatever the chunking --
+def _chunked(raw: bytes, cuts: list[int]):
+    last = 0
+    for c in sorted(set(cuts)):
+        yield raw[last:c]
+        last = c
+    yield raw[last:]
+
+
+@pytest.mark.parametrize("name", JOB_FILES)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=200_000), max_size=40))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_chunking_gives_the_in_process_result(name, cuts):
+    raw = (DATA / name).read_bytes()
+    store = store_for("jobs")
+    differ = JobsDiffer(chunk=2)
+    apply_all(store, differ.feed_stream(_chunked(raw, [c % (len(raw) + 1) for c in cuts]), True))
+    assert store.values() == parse_squeue(raw)
+    again = list(differ.feed_stream(_chunked(raw, [len(raw) // 3]), False))
+    assert len(again) == 1 and not again[0].upserts and not again[0].removed
+
+
+def test_byte_by_byte_and_records_cut_before_the_last_chunk():
+    raw = (DATA / "slurm-22.05/squeue.json").read_bytes()  # meta first, pretty-printed
+    store = store_for("jobs")
+    differ = JobsDiffer(chunk=1)
+    sent = [0]
+    read_when_first_came: list[int] = []
+
+    def source():
+        for i in range(len(raw)):
+            sent[0] = i + 1
+            yield raw[i:i + 1]
+
+    for d in differ.feed_stream(source(), True):
+        if d.upserts and not read_when_first_came:
+            read_when_first_came.append(sent[0])
+        store.apply(d)
+    assert store.values() == parse_squeue(raw)
+    # the first job went out when its record was complete, long before the output ended
+    assert read_when_first_came[0] < len(raw) // 4
+
+
+def test_strings_that_look_like_record_starts_and_nested_account_objects():
+    doc = _doc()
+    # a name holding the bytes a cut looks for (escaped inside JSON), and a nested
+    # object whose first key is "account", at the place a cut is tried
+    doc["jobs"][0]["name"] = '"},{"account": "x", "job_id": 1}, {"account":'
+    doc["jobs"][1]["x_nested"] = [{"account": "inner"}, {"account": "inner2"}]
+    raw = json.dumps(doc, indent=2).encode()
+    store = store_for("jobs")
+    apply_all(store, JobsDiffer().feed_stream(_chunked(raw, list(range(0, len(raw), 97))), True))
+    assert store.values() == parse_squeue(raw)
+    assert store.values()[0].name == doc["jobs"][0]["name"]
+
+
+def test_records_in_an_unknown_shape_are_parsed_whole():
+    doc = _doc()
+    doc["jobs"] = [{"zzz_first": 1, **j} for j in doc["jobs"]]  # records not starting with "account"
+    raw = json.dumps(doc).encode()
+    store = store_for("jobs")
+    apply_all(store, JobsDiffer().feed_stream(_chunked(raw, [10, 500, 4000]), True))
+    assert store.values() == parse_squeue(raw)
+
+
+def test_an_output_cut_short_is_a_parse_error_and_the_state_starts_over():
+    raw = (DATA / "slurm-24.11/squeue.json").read_bytes()
+    differ = JobsDiffer()
+    list(differ.feed(raw))
+    with pytest.raises(ParseError):
+        list(differ.feed_stream(_chunked(raw[: len(raw) * 2 // 3], [1000, 5000])))
+    deltas = list(differ.feed(raw))
+    assert deltas[0].reset and sum(len(d.upserts) for d in deltas) == len(parse_squeue(raw))
+
+
+def test_a_failing_source_leaves_no_half_state():
+    raw = (DATA / "slurm-24.11/squeue.json").read_bytes()
+    differ = JobsDiffer(chunk=1)
+    list(differ.feed(raw))
+
+    def source():
+        yield raw[: len(raw) // 2]
+        raise OSError("the command died")
+
+    with pytest.raises(OSError):
+        list(differ.feed_stream(source()))
+    deltas = list(differ.feed(raw))
+    assert deltas[0].reset
