@@ -44,6 +44,13 @@ class LocalRunner:
             raise CommandTimeout(f"{argv[0]} did not answer within {limit:g} s") from None
         return CommandResult(argv, proc.returncode or 0, out, err, time.monotonic() - start)
 
+    def spawn_spec(self, argv: Sequence[str], timeout: float | None = None) -> tuple:
+        """``(argv, env, timeout)`` for a helper process that runs argv itself as
+        this Runner would (the parse worker: the output then never passes through
+        the UI process)."""
+        limit = self.default_timeout if timeout is None else timeout
+        return tuple(str(a) for a in argv), dict(self._env), limit
+
     async def stream(
         self, argv: Sequence[str], *, timeout: float | None = None, chunk: int = 1 << 20
     ) -> AsyncIterator[bytes | CommandResult]:

@@ -15,8 +15,10 @@ Each fetch is one controller RPC per resource kind. The raw outputs go through
 
 Big outputs (100k jobs are >100 MB of JSON) are parsed in a worker process
 (:mod:`cockpit.core.parseproc`) that answers with deltas, so the UI process
-neither holds the GIL for seconds nor rebuilds unchanged jobs. Small outputs
-are parsed here, as before. ``stream_jobs``/``stream_nodes`` (used by the
+neither holds the GIL for seconds nor rebuilds unchanged jobs; once an output
+was big and the Runner is local, the worker runs that command itself. Small
+outputs are parsed here, as before; unchanged text outputs (partitions,
+topology) are not parsed again. ``stream_jobs``/``stream_nodes`` (used by the
 poller when present) yield partial results during a first big load so the
 first screen appears before the last job is parsed. If the worker fails the
 backend parses in-process and says so in ``warnings``; it never crashes.
@@ -52,6 +54,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 # Outputs at least this big are parsed in the worker process (~3k jobs in the
 # 24.11 shape); below it a process round trip costs more than it saves.
 WORKER_THRESHOLD = 4 << 20
+TEXT_THREAD_SIZE = 64 << 10  # text outputs this big are parsed in a thread (partitions of ~5k nodes)
 MAX_WORKER_FAILURES = 3  # then parse in-process for the rest of the session
 # Seconds between partial results during a first big load (the first is shown at
 # once): each one makes the views and the pulse summary look at every job so far.
@@ -95,6 +98,10 @@ class SlurmCliBackend:
         self._stores = {"jobs": store_for("jobs"), "nodes": store_for("nodes")}
         self._synced = {"jobs": False, "nodes": False}  # the worker's state matches our store
         self._worker_failures = 0
+        # Last output size per command: once one is big and the Runner is local, the
+        # worker runs that command itself and the output never enters this process.
+        self._sizes: dict[str, int] = {}
+        self._parsed_text: dict[str, tuple[Any, Any]] = {}  # key -> (output, parsed)
 
     # -- plumbing -----------------------------------------------------------
     def _argv(self, key: str) -> list[str]:
@@ -179,7 +186,13 @@ class SlurmCliBackend:
         stream = getattr(self.runner, "stream", None)
         if self.on_output is not None or not callable(stream) or self.parse_worker is False \
                 or self._worker_failures >= MAX_WORKER_FAILURES:
-            return [await self._fetch(key)]
+            raw = await self._fetch(key)
+            self._sizes[key] = len(raw)
+            return [raw]
+        spawn = getattr(self.runner, "spawn_spec", None)
+        if callable(spawn) and self._use_worker(self._sizes.get(key, 0)):
+            del self.warnings[:-100]
+            return _RunInWorker(spawn(self._argv(key), self.timeout))
         chunks = self._chunks(key)
         head: list[bytes] = []
         size = 0
@@ -188,17 +201,21 @@ class SlurmCliBackend:
             size += len(part)
             if self._use_worker(size):
                 return _prepend(head, chunks)
+        self._sizes[key] = size
         return [b"".join(head)]
 
     async def _chunks(self, key: str) -> AsyncIterator[bytes]:
         argv = self._argv(key)
         del self.warnings[:-100]
+        size = 0
         async for item in self.runner.stream(argv, timeout=self.timeout):
             if isinstance(item, CommandResult):
                 if item.returncode != 0:
                     raise CommandFailed(argv, item.returncode, item.err_text())
                 self._stderr[key] = item.err_text()
+                self._sizes[key] = size
             else:
+                size += len(item)
                 yield item
 
     # -- parsing: here or in the worker ---------------------------------------
@@ -219,7 +236,7 @@ class SlurmCliBackend:
         them, or a stream of chunks for the worker) and yield (objects, complete)."""
         kind = _SOURCES[key][0]
         streamed = not isinstance(holder, list)
-        if streamed or self._use_worker(len(holder[0])):
+        if streamed or self._use_worker(len(holder[0])):  # streamed: chunks, or _RunInWorker
             try:
                 async for item in self._parse_in_worker(key, holder):
                     yield item
@@ -246,21 +263,35 @@ class SlurmCliBackend:
     def _worker_failed(self, kind: str, exc: WorkerFailed) -> None:
         self._worker_failures += 1
         self._synced[kind] = False
-        worker = self.workers.pop(kind, None)
+        worker = self.workers.get(kind)
         if worker is not None:
             worker.kill()
+            for k in [k for k, w in self.workers.items() if w is worker]:
+                del self.workers[k]  # the other kind lost its state in the same process
+                self._synced[k] = False
         self.warnings.append(f"{exc}; parsing {kind} in the main process")
 
-    async def _parse_in_worker(self, key: str, holder: list[bytes]) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
+    async def _parse_in_worker(self, key: str, holder: Any) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
         kind, fmt, source = _SOURCES[key]
-        worker = self.workers.get(kind) or self.workers.setdefault(kind, ParseWorker())
+        run = holder.spec if isinstance(holder, _RunInWorker) else None
+
+        def ran(stderr: str, size: int) -> None:
+            self._stderr[key] = stderr
+            self._sizes[key] = size
+
+        worker = self.workers.get(kind)
+        if worker is None:
+            # One process for jobs and nodes: requests are served one after the other,
+            # and a second Python with its own peak cost ~60 MB at 10k nodes.
+            worker = self.workers[kind] = next(iter(self.workers.values()), None) or ParseWorker()
         store = self._stores[kind]
         progressive = not store.objects  # a first load: show it as it comes
         reset = not self._synced[kind]
         self._synced[kind] = False
         pending, done, shown = [], None, float("-inf")
         try:
-            async for delta in worker.parse(kind, fmt, source, holder, reset=reset):
+            async for delta in worker.parse(kind, fmt, source, None if run else holder, reset=reset,
+                                            run=run, on_ran=ran):
                 if progressive:
                     store.apply(delta)
                 else:
@@ -269,7 +300,7 @@ class SlurmCliBackend:
                 if progressive and not delta.done and time.monotonic() - shown >= PARTIAL_EVERY:
                     shown = time.monotonic()
                     yield store.values(), False
-        except ParseError:
+        except BaseException:  # a ParseError, or the command failed after sending part of its output
             if progressive:
                 store.objects = {}
             raise
@@ -284,8 +315,8 @@ class SlurmCliBackend:
     async def fetch_partitions(self) -> tuple[Partition, ...]:
         # Text on every version: 22.05 has no partition JSON, and 24.11's omits
         # the Default flag (see tests/data/slurm-24.11/scontrol-show-partition.json).
-        text = (await self._fetch("scontrol-partitions.txt")).decode("utf-8", "replace")
-        return slurm_text.parse_scontrol_partitions(text)
+        raw = await self._fetch("scontrol-partitions.txt")
+        return await self._parse_text_cached("scontrol-partitions.txt", raw, slurm_text.parse_scontrol_partitions)
 
     async def fetch_topology(self) -> Topology:
         try:
@@ -294,7 +325,19 @@ class SlurmCliBackend:
             if isinstance(err, Unsupported) or any(h in err.stderr.lower() for h in _NO_TOPOLOGY_HINTS):
                 return Topology()
             raise
-        return slurm_text.parse_topology(text)
+        return await self._parse_text_cached("topology.txt", text, slurm_text.parse_topology)
+
+    async def _parse_text_cached(self, key: str, raw: Any, parse: Callable[[str], Any]) -> Any:
+        """Parse a text output unless it is the same as last time (the usual case:
+        partitions and topology rarely change, and at 10k nodes expanding their
+        hostlists costs ~80 ms that keys would wait for). Big ones in a thread."""
+        cached = self._parsed_text.get(key)
+        if cached is not None and cached[0] == raw:
+            return cached[1]
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        result = await asyncio.to_thread(parse, text) if len(text) >= TEXT_THREAD_SIZE else parse(text)
+        self._parsed_text[key] = (raw, result)
+        return result
 
     async def snapshot(self) -> ClusterSnapshot:
         """Fetch everything; a failing part becomes an entry in ``errors``.
@@ -344,8 +387,15 @@ class SlurmCliBackend:
     async def close(self) -> None:
         """Stop the parse workers (if any were started)."""
         workers, self.workers = self.workers, {}
-        for worker in workers.values():
+        for worker in {id(w): w for w in workers.values()}.values():
             await worker.close()
+
+
+class _RunInWorker:
+    """A source the parse worker runs itself: ``spec`` is ``(argv, env, timeout)``."""
+
+    def __init__(self, spec: tuple) -> None:
+        self.spec = spec
 
 
 async def _prepend(head: list[bytes], rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

@@ -19,7 +19,7 @@ from cockpit.backends.slurm_cli import SlurmCliBackend
 from cockpit.backends.slurm_json import parse_scontrol_nodes, parse_squeue
 from cockpit.core.parseproc import ParseWorker
 from cockpit.core.poller import Poller
-from cockpit.errors import CommandFailed, ParseError
+from cockpit.errors import CommandFailed, CommandNotFound, CommandTimeout, ParseError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SQUEUE = DATA / "slurm-24.11/squeue.json"
@@ -156,3 +156,96 @@ async def test_poller_publishes_partial_results_of_a_stream_at_once():
     poller = Poller(StreamingBackend(jobs), lambda snap, status: seen.append(len(snap.jobs)))
     await poller.poll_once()
     assert seen == [1, len(jobs)] and poller.polls == 1
+
+
+# -- the worker runs the command itself: the output never enters the UI process ------
+def _spec(argv, timeout=20.0):
+    return tuple(argv), dict(os.environ), timeout
+
+
+async def test_the_worker_runs_a_command_and_reports_its_stderr_and_size(tmp_path):
+    script = tmp_path / "squeue"
+    script.write_text(f"#!/bin/sh\ncat {SQUEUE}\necho 'a warning from squeue' >&2\n")
+    script.chmod(0o755)
+    worker = ParseWorker()
+    ran = []
+    try:
+        deltas = [d async for d in worker.parse("jobs", "", "squeue --json", None, reset=True,
+                                                run=_spec([str(script)]), on_ran=lambda e, n: ran.append((e, n)))]
+        assert tuple(j for d in deltas for j in d.upserts) == parse_squeue(SQUEUE.read_bytes())
+        assert ran == [("a warning from squeue\n", len(SQUEUE.read_bytes()))]
+    finally:
+        await worker.close()
+
+
+@pytest.mark.parametrize("argv, timeout, error, words", [
+    (["/no/such/squeue"], 20.0, CommandNotFound, "/no/such/squeue: command not found on PATH"),
+    (["sh", "-c", "echo '{\"jobs\": [' ; echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1"],
+     20.0, CommandFailed, "sh failed (exit 1): slurm_load_jobs error: Unable to contact slurm controller"),
+    (["sh", "-c", "sleep 30"], 0.5, CommandTimeout, "sh did not answer within 0.5 s"),
+    (["sh", "-c", "echo '{\"jobs\": 5}'"], 20.0, ParseError, "squeue --json"),
+])
+async def test_a_command_the_worker_runs_fails_like_a_local_one_and_the_worker_stays(argv, timeout, error, words):
+    worker = ParseWorker()
+    try:
+        with pytest.raises(error) as err:
+            [d async for d in worker.parse("jobs", "", "squeue --json", None, run=_spec(argv, timeout))]
+        assert words in str(err.value)
+        pid = worker.pid
+        deltas = [d async for d in worker.parse("jobs", "", "squeue --json", None, run=_spec(["cat", str(SQUEUE)]))]
+        assert worker.pid == pid
+        assert deltas[0].reset and deltas[-1].total == len(parse_squeue(SQUEUE.read_bytes()))
+    finally:
+        await worker.close()
+
+
+class CountingRunner(LocalRunner):
+    """A LocalRunner that counts which of its paths the backend used."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = {"run": 0, "stream": 0}
+
+    async def run(self, argv, **kw):
+        self.calls["run"] += 1
+        return await super().run(argv, **kw)
+
+    def stream(self, argv, **kw):
+        self.calls["stream"] += 1
+        return super().stream(argv, **kw)
+
+
+async def test_after_one_big_output_the_worker_runs_the_command_and_jobs_and_nodes_share_it(tmp_path):
+    jobs_file, nodes_file = tmp_path / "squeue.json", tmp_path / "nodes.json"
+    shutil.copy(SQUEUE, jobs_file)
+    shutil.copy(DATA / "slurm-24.11/scontrol-show-node.json", nodes_file)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\nexec cat {jobs_file}\n")
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\nexec cat {nodes_file}\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    runner = CountingRunner()
+    backend = SlurmCliBackend(runner, bin_dir=str(bin_dir))
+    backend.worker_threshold = 1000  # the fixtures count as big
+    try:
+        first = await backend.fetch_jobs()
+        assert runner.calls == {"run": 0, "stream": 1}  # size unknown: read here, streamed on
+        doc = json.loads(SQUEUE.read_bytes())
+        doc["jobs"][0]["name"] = "renamed"
+        jobs_file.write_text(json.dumps(doc))
+        again = await backend.fetch_jobs()
+        assert runner.calls == {"run": 0, "stream": 1}  # the worker ran squeue itself
+        assert again[0].name == "renamed" and again[1:] == first[1:]
+        assert all(a is b for a, b in zip(again[1:], first[1:]))
+        nodes = await backend.fetch_nodes()
+        nodes_again = await backend.fetch_nodes()
+        assert nodes_again == nodes == parse_scontrol_nodes(nodes_file.read_bytes())
+        assert backend.workers["jobs"] is backend.workers["nodes"]  # one process for both
+        pid = backend.workers["jobs"].pid
+        os.kill(pid, signal.SIGKILL)  # both kinds lose their state: both start over
+        await asyncio.sleep(0.2)
+        assert await backend.fetch_jobs() == again
+        assert await backend.fetch_nodes() == nodes
+    finally:
+        await backend.close()
