@@ -101,9 +101,12 @@ class CockpitApp(App):
         self.post_message(SnapshotUpdated(snap, status))
 
     def _tick(self) -> None:
-        """Once a second: age in the header, countdown in the banner."""
+        """Once a second: age in the header, countdown in the banner, elapsed times."""
         self.poll_status = self.poller.status()
         self.main.update_header()
+        table = self.main.active_table() if self.screen is self.main else None
+        if table is not None:
+            table.refresh_live()
 
     # -- messages --------------------------------------------------------
     def on_snapshot_updated(self, message: SnapshotUpdated) -> None:

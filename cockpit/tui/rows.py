@@ -45,7 +45,15 @@ class Row:
     cells: tuple[str, ...]
     values: tuple[Any, ...]
     style: str = ""
-    haystack: str = ""
+    extra: str = ""  # text a plain-word filter also matches (a job's account)
+
+    @property
+    def haystack(self) -> str:
+        """What plain filter words match: the cells (and ``extra``), lower-cased.
+        Made when a filter asks (off the UI thread), not kept: at 100k rows the
+        kept strings were ~14 MB."""
+        text = " ".join(self.cells)
+        return (text + " " + self.extra if self.extra else text).lower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +132,7 @@ def job_row(job: Job, width: int = 40) -> Row:
               job.start_time if job.state == "RUNNING" else None, job.gpu_count, nodes, reason,
               job.time_limit, job.submit_time)
     style = {"RUNNING": "running", "PENDING": "pending"}.get(job.state, "bad" if job.state in ("FAILED", "NODE_FAIL", "TIMEOUT") else "")
-    return Row(job.job_id, cells, values, style, " ".join(cells).lower() + " " + job.account.lower())
+    return Row(job.job_id, cells, values, style, job.account)
 
 
 # ---------------------------------------------------------------- nodes
@@ -151,7 +159,7 @@ def node_row(node: Node, width: int = 40) -> Row:
               node.gpu_alloc, node.gpu_total - node.gpu_alloc, parts, node.reason or "", node.reason_user or "",
               node.reason_time, " ".join(sorted(node.flags)))
     style = node_style(node)
-    return Row(node.name, cells, values, style, " ".join(cells).lower())
+    return Row(node.name, cells, values, style)
 
 
 def node_style(node: Node) -> str:
@@ -216,7 +224,7 @@ def gpu_rows(node: Node, holders: Mapping[tuple[str, int], Job], telemetry: Mapp
                      jid, clean(user, width), note, *tcells)
             values = (node.name, idx, group.type or "", node.display_state, jid, user, note, *tvals)
             style = "drain" if node.is_unavailable else ("idlegpu" if note == "idle in alloc node" else ("alloc" if held else "idle"))
-            rows.append(Row(f"{node.name}:{idx}", cells, values, style, " ".join(cells).lower()))
+            rows.append(Row(f"{node.name}:{idx}", cells, values, style))
             idx += 1
     return rows
 
@@ -256,7 +264,7 @@ def partition_rows(snap: ClusterSnapshot, width: int = 40) -> list[Row]:
         cells = (name, clean(part.state, 6), str(len(part.nodes)), f"{alloc}/{total}", str(idle), str(bad),
                  str(values[7]), str(values[8]), limit_text(part.max_time))
         style = "down" if part.state.upper() != "UP" else ("drain" if bad else "")
-        rows.append(Row(part.name, cells, values, style, " ".join(cells).lower()))
+        rows.append(Row(part.name, cells, values, style))
     return rows
 
 

@@ -89,8 +89,9 @@ async def test_view_threads_finishing_after_quit_do_not_raise():
 
     def late() -> None:  # what the worker threads run, once the app is gone
         try:
-            type(pulse)._compute.__wrapped__(pulse, snap, True)
-            type(jobs)._build.__wrapped__(jobs, snap, "", None, False, gen)
+            pulse._pending = snap
+            type(pulse)._compute.__wrapped__(pulse, True)
+            type(jobs)._build.__wrapped__(jobs, "", None, False, gen)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 

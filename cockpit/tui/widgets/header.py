@@ -15,6 +15,7 @@ class CockpitHeader(Static):
     DEFAULT_CSS = """
     CockpitHeader { height: 1; background: $panel; color: $text; }
     """
+    _shown: Text | None = None
 
     def show(self, snap: ClusterSnapshot | None, status: PollStatus | None, read_only: bool, view: str) -> None:
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -37,7 +38,10 @@ class CockpitHeader(Static):
                 t.append(" ⚠ STALE", style="bold reverse")
         if read_only:
             t.append(" READ-ONLY", style="bold reverse")
-        self.update(t)
+        if t == self._shown:
+            return
+        self._shown = t
+        self.update(t, layout=False)  # height 1 by CSS: no re-layout of the whole screen
 
 
 class StaleBanner(Static):

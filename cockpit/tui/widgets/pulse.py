@@ -96,13 +96,15 @@ class PulseView(VerticalScroll):
         self.tracker = ChangeTracker()
         self._lock = threading.Lock()
         self._data: PulseData | None = None
+        self._pending: ClusterSnapshot | None = None
         self.table = None  # no table: actions do not apply here
 
     def compose(self):
         yield self.body
 
     def set_snapshot(self, snap: ClusterSnapshot, visible: bool) -> None:
-        self._compute(snap, visible)
+        self._pending = snap  # read by the worker, not passed to it: see TableView._build
+        self._compute(visible)
 
     def show_if_dirty(self) -> None:
         if self._data is not None:
@@ -111,9 +113,12 @@ class PulseView(VerticalScroll):
     def set_filter(self, text: str) -> str:
         return "the pulse view has no filter; switch to a table view (1-5)"
 
-    @work(thread=True, group="pulse", description="pulse summary")
-    def _compute(self, snap: ClusterSnapshot, visible: bool) -> None:
+    @work(thread=True, exclusive=True, group="pulse", description="pulse summary")
+    def _compute(self, visible: bool) -> None:
         with self._lock:
+            snap, self._pending = self._pending, None
+            if snap is None:
+                return  # a later worker took it
             summary = summarise(snap)
             self.tracker.feed(snap, snap.fetched_at or self.clock())
             data = PulseData(changes=tuple(self.tracker.recent), **summary)

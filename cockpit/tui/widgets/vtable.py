@@ -19,7 +19,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -28,6 +28,9 @@ from textual.strip import Strip
 from cockpit.core.text import truncate
 from cockpit.tui.rows import Column, Row, TableData
 
+# Seconds between repaints of cells that show the clock (a job's elapsed time) when
+# nothing else repaints them: a whole-table repaint is ~10 ms of the UI thread.
+LIVE_REPAINT = 5.0
 ROW_STYLES = ("running", "pending", "bad", "idle", "mixed", "alloc", "drain", "down", "idlegpu")
 
 
@@ -64,7 +67,9 @@ class VTable(ScrollView, can_focus=True):
     VTable > .vtable--idlegpu { color: $warning; }
     """
 
-    cursor = reactive(0, always_update=True, repaint=True)
+    # No automatic repaint: a cursor move repaints the two lines it touches (a whole
+    # table repaint is ~10 ms, and keys arrive faster than that when held down).
+    cursor = reactive(0, always_update=True, repaint=False)
 
     class RowActivated(Message):
         """Enter or double click on a row."""
@@ -91,18 +96,51 @@ class VTable(ScrollView, can_focus=True):
         self._cursor_key: Any = None
         self._line_width = sum(c.width + 1 for c in self.columns)
         self.virtual_size = Size(self._line_width, 1)
+        # row key -> (row, texts, style, segments): a repaint rebuilds only the lines
+        # whose row, live cells (elapsed time) or style changed since they were drawn
+        self._drawn: dict[Any, tuple[Row, list[str], Style, Strip]] = {}
+        self._has_live = any(c.live for c in self.columns)
+        self._painted = 0.0  # monotonic time of the last whole repaint
 
     # -- data -----------------------------------------------------------
     def set_data(self, data: TableData) -> None:
         """Show ``data``; the cursor stays on its row key (or its position if the row left)."""
         old_key, old_pos = self._cursor_key, self.cursor
+        old, top = self.data, int(self.scroll_y)
         self.data = data
         if self._marked:  # an intersection with 100k keys costs ~10 ms: skip it when nothing is marked
             self._marked &= data.rows.keys()
         self.virtual_size = Size(self._line_width, len(data.order) + 1)
         pos = data.index.get(old_key, min(old_pos, max(0, len(data.order) - 1)))
         self._move_to(pos, follow=old_key in data.index and pos != old_pos)
-        self.refresh()
+        if int(self.scroll_y) != top:
+            return  # scrolled: _move_to repainted everything
+        body = max(1, self.size.height - 1)
+        shown = data.order[top:top + body]
+        if old.order[top:top + body] != shown or self._live_due():
+            self.refresh()
+            return
+        # the same rows on screen: repaint the lines whose row changed (1% of rows
+        # change per refresh: most refreshes repaint one line or none)
+        old_rows, rows = old.rows, data.rows
+        for i, key in enumerate(shown):
+            if old_rows.get(key) is not rows[key]:
+                self._refresh_row(top + i)
+
+    def refresh_live(self) -> None:
+        """Called once a second: repaint the visible lines if a column shows the
+        clock (elapsed time) and they were last repainted LIVE_REPAINT ago, so
+        those cells move on while the data stays the same."""
+        if self.data.order and self._live_due():
+            self.refresh()
+
+    def _live_due(self) -> bool:
+        return self._has_live and time.monotonic() - self._painted >= LIVE_REPAINT
+
+    def refresh(self, *regions: Region, **kw: Any) -> VTable:
+        if not regions:
+            self._painted = time.monotonic()
+        return super().refresh(*regions, **kw)
 
     @property
     def row_count(self) -> int:
@@ -140,6 +178,7 @@ class VTable(ScrollView, can_focus=True):
     def _move_to(self, pos: int, follow: bool = True) -> None:
         n = len(self.data.order)
         pos = max(0, min(pos, n - 1)) if n else 0
+        old = self.cursor
         self.cursor = pos
         self._cursor_key = self.data.order[pos] if n else None
         body = max(1, self.size.height - 1)
@@ -148,6 +187,17 @@ class VTable(ScrollView, can_focus=True):
             self.scroll_to(y=pos, animate=False, immediate=True)
         elif pos >= top + body:
             self.scroll_to(y=pos - body + 1, animate=False, immediate=True)
+        if int(self.scroll_y) != top:
+            self.refresh()  # scrolled: every line changes
+        else:
+            self._refresh_row(old)
+            self._refresh_row(pos)
+
+    def _refresh_row(self, pos: int) -> None:
+        """Repaint the line showing row ``pos`` (if it is on screen)."""
+        y = pos - int(self.scroll_y) + 1
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
 
     def action_cursor(self, delta: int) -> None:
         self._move_to(self.cursor + delta)
@@ -162,8 +212,8 @@ class VTable(ScrollView, can_focus=True):
         key = self.cursor_key()
         if key is not None:
             self._marked.symmetric_difference_update({key})
+            self._refresh_row(self.cursor)
             self._move_to(self.cursor + 1)
-            self.refresh()
 
     def clear_marks(self) -> None:
         self._marked.clear()
@@ -251,7 +301,17 @@ class VTable(ScrollView, can_focus=True):
                 style += self.get_component_rich_style("vtable--marked", partial=True)
             if pos == self.cursor:
                 style += self.get_component_rich_style("vtable--cursor", partial=True)
-            segs = self._cells(self._row_texts(row, self.clock()), style)
+            texts = self._row_texts(row, self.clock())
+            drawn = self._drawn.get(key)
+            if drawn is not None and drawn[0] is row and drawn[2] == style and drawn[1] == texts:
+                strip = drawn[3]  # a Strip keeps its recent crops: unchanged lines cost a lookup
+            else:
+                segs = self._cells(texts, style)
+                strip = Strip(segs)
+                if len(self._drawn) > 4 * max(self.size.height, 50):
+                    self._drawn.clear()  # only what is on screen is worth keeping
+                self._drawn[key] = (row, texts, style, strip)
+            return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, style)
         line_style = segs[0].style if segs else self.rich_style
         strip = Strip(segs).crop(scroll_x, scroll_x + width)
         return strip.extend_cell_length(width, line_style)

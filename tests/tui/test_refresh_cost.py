@@ -1,0 +1,104 @@
+"""What keeps a refresh cheap at 100k jobs, checked for correctness here (the
+figures are bench/bench_tui.py's): a refresh repaints only the lines whose row
+changed, clock cells (elapsed time) still move on, a cursor move repaints the two
+lines it touches, and no finished worker keeps an old snapshot alive."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+
+from textual.geometry import Region
+
+from cockpit.models import ClusterSnapshot
+from cockpit.tui.widgets import vtable
+
+from .fakes import NOW, FakeBackend
+from .test_pilot import make_app, screen_text, settle
+
+
+def spy_repaints(monkeypatch) -> list:
+    """The regions of every VTable.refresh call from now on (() = the whole table)."""
+    repainted: list = []
+    orig = vtable.VTable.refresh
+
+    def spy(self, *regions, **kw):
+        repainted.append(regions)
+        return orig(self, *regions, **kw)
+
+    monkeypatch.setattr(vtable.VTable, "refresh", spy)
+    return repainted
+
+
+async def refresh(pilot, app):
+    app.poller.refresh_now()
+    await app.poller.poll_once()
+    await settle(pilot, app)
+
+
+async def test_a_changed_row_is_repainted_and_clock_cells_move_on(monkeypatch):
+    backend = FakeBackend()
+    now = [float(NOW)]
+    app = make_app(backend, clock=lambda: now[0])
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        table = app.main.active_table()
+        assert "llama-70b" in screen_text(app) and "2h00m" in screen_text(app)
+        repainted = spy_repaints(monkeypatch)
+        jobs = list(backend.jobs)
+        jobs[0] = dataclasses.replace(jobs[0], name="llama-405b")
+        backend.jobs = tuple(jobs)
+        await refresh(pilot, app)
+        text = screen_text(app)
+        assert "llama-405b" in text and "llama-70b" not in text and "eval" in text
+        # one line, not the table: the other rows on screen did not change
+        assert repainted and all(len(r) == 1 and r[0].height == 1 for r in repainted), repainted
+        # the clock moves; once LIVE_REPAINT has passed, the second tick repaints the TIME cells
+        now[0] += 65
+        monkeypatch.setattr(vtable, "LIVE_REPAINT", 0.0)
+        app._tick()
+        await settle(pilot, app)
+        assert "2h01m" in screen_text(app)
+        assert table.cursor_key() == 101
+
+
+async def test_a_cursor_move_repaints_two_lines(monkeypatch):
+    app = make_app(FakeBackend())
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        table = app.main.active_table()
+        repainted = spy_repaints(monkeypatch)
+        await pilot.press("down")
+        await pilot.pause()
+        assert table.cursor == 1
+        lines = sorted(r[0].y for r in repainted if r)
+        assert lines == [1, 2] and all(r and r[0] == Region(0, r[0].y, table.size.width, 1) for r in repainted)
+        await pilot.press("up")
+        await pilot.pause()
+        assert table.cursor_key() == 101
+
+
+async def test_workers_are_not_given_snapshots():
+    # Textual keeps a worker's arguments in the Worker object, and a finished worker
+    # can sit in a reference cycle (with its task and events) until the cyclic GC
+    # runs; the poller freezes the heap after each poll (settle_heap), so a snapshot
+    # passed to a worker was kept for an hour: at 100k jobs, every job version of
+    # every refresh (bench/bench_tui.py saw the app grow ~1.5 MB a refresh). The
+    # views' and the pulse's workers read the newest snapshot from their widget.
+    app = make_app(FakeBackend(jobs_extra=50))
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        for key in "12345":  # every view builds at least once
+            await pilot.press(key)
+            await settle(pilot, app)
+            await refresh(pilot, app)
+        workers = [o for o in gc.get_objects() if type(o).__name__ == "Worker"]
+        assert {w.group for w in workers} >= {"build", "pulse"}
+        for w in workers:
+            work = w._work
+            given = (*getattr(work, "args", ()), *getattr(work, "keywords", {}).values())
+            assert not any(isinstance(a, ClusterSnapshot) for a in given), (w.group, w.name)
