@@ -239,6 +239,14 @@ async def keys_during(probe: KeyProbe, seconds: float, lat: list) -> None:
         await asyncio.sleep(0.02)
 
 
+def rss_now_mb() -> float:
+    """This process's RSS now (VmRSS)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def peak_rss_mb(pid: int | None = None) -> float:
     """Peak RSS (VmHWM) of a process; this process by default."""
     if pid is None:
@@ -250,6 +258,14 @@ def peak_rss_mb(pid: int | None = None) -> float:
     except OSError:
         pass
     return float("nan")
+
+
+def _worker_peaks(backend) -> dict[str, float]:
+    """Peak RSS of each parse worker process, named by the kinds it parses."""
+    kinds: dict[int, list[str]] = {}
+    for kind, w in backend.workers.items():
+        kinds.setdefault(w.pid, []).append(kind)
+    return {"+".join(k): peak_rss_mb(pid) for pid, k in kinds.items()}
 
 
 async def _refresh(app, cluster: Cluster, view) -> None:
@@ -272,6 +288,21 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int) -> dict:
     ui.wrap(CockpitApp, "on_snapshot_updated")
     ui.wrap(views.TableView, "_apply")
     ui.wrap(vtable.VTable, "render_line")
+    parts: dict[str, UiTimer] = {}
+    if os.environ.get("BENCH_BREAKDOWN"):  # the UI thread's CPU per refresh, by where it went
+        import textual.screen
+
+        from cockpit.backends import slurm_delta
+        from cockpit.core import poller
+
+        for label, obj, name in (("screen repaint", textual.screen.Screen, "_compositor_refresh"),
+                                 ("gc settle", poller, "settle_heap"), ("1 Hz tick", CockpitApp, "_tick"),
+                                 ("store values", slurm_delta.DeltaStore, "values"),
+                                 ("delta apply", slurm_delta.DeltaStore, "apply"),
+                                 ("set_data", vtable.VTable, "set_data"),
+                                 ("snapshot handler", CockpitApp, "on_snapshot_updated")):
+            parts[label] = UiTimer()
+            parts[label].wrap(obj, name)
     out: dict = {}
     t0 = time.perf_counter()
     backend = SlurmCliBackend(LocalRunner(), bin_dir=str(cluster.bin), timeout=120)
@@ -286,17 +317,35 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int) -> dict:
         out["first_screen_s"] = time.perf_counter() - t0
         out["first_rows"] = table.row_count
         await first
+        del first  # a finished task keeps its result: the first snapshot (and old job versions)
         while table.row_count < n_jobs:
             await asyncio.sleep(0.01)
         out["full_load_s"] = time.perf_counter() - t0
         await pilot.pause(0.2)
+        out["rss_loaded_mb"] = rss_now_mb()
+        out["workers_loaded"] = _worker_peaks(backend)
         cpu, handlers = [], []
+        for timer in parts.values():
+            timer.total = 0.0
+        prof = None
+        if os.environ.get("BENCH_PROFILE"):  # where the UI thread's time goes, to this file
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
         for _ in range(refreshes):  # without keys: the UI thread's own cost of a refresh
             before, c0 = ui.total, time.thread_time()
             await _refresh(app, cluster, view)
             await pilot.pause(0.05)
             cpu.append(time.thread_time() - c0)
             handlers.append(ui.total - before)
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(os.environ["BENCH_PROFILE"])
+        if parts:
+            print("UI-thread CPU per refresh by part (first pass, no keys):")
+            for label, timer in parts.items():
+                print(f"  {label:20s} {timer.total / refreshes * 1000:6.1f} ms")
         lat: list[float] = []
         probe = KeyProbe(app, lambda: table.cursor)
         for _ in range(refreshes):  # with keys pressed while the refresh runs
@@ -304,12 +353,14 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int) -> dict:
             while not task.done():
                 await keys_during(probe, 0.05, lat)
             await task
+        del task
         out["ui_cpu_ms"], out["ui_cpu_max_ms"] = statistics.mean(cpu) * 1000, max(cpu) * 1000
         out["ui_per_refresh_ms"], out["ui_per_refresh_max_ms"] = statistics.mean(handlers) * 1000, max(handlers) * 1000
         out["key_p50_ms"], out["key_p99_ms"] = pct(lat, 50) * 1000, pct(lat, 99) * 1000
         out["keys"] = len(lat)
-        out["workers"] = {kind: peak_rss_mb(w.pid) for kind, w in backend.workers.items()}
+        out["workers"] = _worker_peaks(backend)
         out["rows"] = table.row_count
+        out["rss_end_mb"] = rss_now_mb()
     await backend.close()
     out["rss_mb"] = peak_rss_mb()
     return out
@@ -379,6 +430,11 @@ def show(title: str, r: dict) -> None:
     parts = "".join(f", {k} worker {v:.0f} MB" for k, v in workers.items())
     print(f"  peak RSS                    {r['rss_mb']:8.0f} MB  (app process{parts}; total {total:.0f} MB; "
           "target <= 400 MB)")
+    if "rss_loaded_mb" in r:
+        print(f"    app RSS now               {r['rss_loaded_mb']:8.0f} MB after the first load, "
+              f"{r['rss_end_mb']:.0f} MB after the refreshes")
+        print("    worker peaks after the first load: "
+              + ", ".join(f"{k} {v:.0f} MB" for k, v in r.get("workers_loaded", {}).items()))
     if r.get("note"):
         print(f"  note: {r['note']}")
 
