@@ -117,16 +117,18 @@ def render(template: Any, facts: Mapping[str, Any], config: Mapping[str, Any]) -
     return out
 
 
-def _requeue_exclude_plan(job: str, nodes: str):
+def _requeue_exclude_plan(job: str, nodes: str, already: str = ""):
     """requeuehold, then ExcNodeList while the job is pending, then release.
 
     Slurm refuses ExcNodeList on a running job ("Job is no longer pending
     execution", seen on 22.05), and a plain requeue could start the job again
-    on the bad node before the update lands; holding it closes that window."""
+    on the bad node before the update lands; holding it closes that window.
+    ExcNodeList replaces the job's list: ``already`` (what the job excluded
+    itself, e.g. sbatch --exclude) is kept first."""
     from cockpit.core.actions import ActionSpec, Params, Plan, Step, check_job_id, expand_nodes
 
     job = check_job_id(job)
-    excl = ",".join(expand_nodes([nodes]))
+    excl = ",".join(dict.fromkeys(expand_nodes([already]) if already else []) | dict.fromkeys(expand_nodes([nodes])))
     spec = ActionSpec("runbooks.requeue-exclude", "job", "Requeue job excluding nodes", lambda j, p: [], dangerous=True)
     steps = (Step(job, ("scontrol", "requeuehold", job)),
              Step(job, ("scontrol", "update", f"JobId={job}", f"ExcNodeList={excl}")),
@@ -134,13 +136,45 @@ def _requeue_exclude_plan(job: str, nodes: str):
     return Plan(spec, (job,), Params(), steps)
 
 
-def _plan(rc: RunContext, step: StepSpec):
+async def _job_exclusions(rc: RunContext, job: str) -> str:
+    """The job's own ExcNodeList, from ``squeue --json`` (``excluded_nodes`` in
+    every version; JSON, so a job name cannot imitate the field). Raises
+    CockpitError when it cannot be read: then nothing is requeued, rather than a
+    user's exclusions silently dropped."""
+    import json
+    import os
+
+    from cockpit.core.actions import check_job_id
+    from cockpit.errors import CommandFailed, ParseError
+
+    runner = rc.ctx.runner
+    if runner is None:
+        return ""
+    job = check_job_id(job)
+    bin_dir = getattr(rc.ctx.backend, "bin_dir", "") or ""
+    argv = [os.path.join(bin_dir, "squeue") if bin_dir else "squeue", "--all", "--json", "--jobs", job]
+    res = await runner.run(argv, timeout=60)
+    if res.returncode != 0:
+        raise CommandFailed(argv, res.returncode, res.err_text())
+    try:
+        records = json.loads(res.stdout).get("jobs") or []
+    except (ValueError, AttributeError):
+        raise ParseError("squeue --json", "cannot read the job's ExcNodeList: not JSON") from None
+    for rec in records:
+        if isinstance(rec, dict) and str(rec.get("job_id")) == job:
+            value = rec.get("excluded_nodes")
+            return value if isinstance(value, str) else ""
+    return ""
+
+
+async def _plan(rc: RunContext, step: StepSpec):
     params = {k: render(v, rc.facts, rc.config) for k, v in step.params.items()}
     target = str(params.pop("target", rc.facts.get("job") or rc.job_id or rc.node or ""))
     if not target:
         raise KeyError("target")
     if step.action == "requeue-exclude":
-        return _requeue_exclude_plan(target, str(params.pop("exclude")))
+        exclude = str(params.pop("exclude"))
+        return _requeue_exclude_plan(target, exclude, await _job_exclusions(rc, target))
     return rc.ctx.actions.plan(step.action, [target], **params)
 
 
@@ -149,7 +183,7 @@ async def _act(rc: RunContext, step: StepSpec, out: StepOutcome, mode: str) -> N
         out.status, out.why = "skipped", "no actions layer in this context"
         return
     try:
-        plan = _plan(rc, step)
+        plan = await _plan(rc, step)
     except KeyError as exc:
         out.status, out.why = "skipped", f"nothing to act on: no {exc.args[0]}"
         return

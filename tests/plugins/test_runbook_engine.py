@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cockpit.core.actions import Actions, TargetResult
 from cockpit.core.audit import AuditLog, read_audit
 from cockpit.plugins.api import CheckContext
@@ -139,3 +141,44 @@ def test_headless_list_and_bad_name(tmp_path):
     assert res.returncode == 0 and "hung-job" in {b["name"] for b in json.loads(res.stdout)["runbooks"]}
     bad = _cli(tmp_path, "run", "no-such-book", "--node", "n1")
     assert bad.returncode == 3 and bad.stderr.strip().splitlines()[-1].startswith("cockpit: unknown runbook 'no-such-book'")
+
+
+# -- requeue-exclude adds to the job's own ExcNodeList (Slurm's update replaces it) --
+def test_requeue_exclude_keeps_the_jobs_own_exclusions():
+    from cockpit_runbooks.engine import _requeue_exclude_plan
+
+    plan = _requeue_exclude_plan("42", "node07", "node[01,03]")
+    assert [list(s.argv) for s in plan.steps] == [["scontrol", "requeuehold", "42"],
+                                                  ["scontrol", "update", "JobId=42", "ExcNodeList=node01,node03,node07"],
+                                                  ["scontrol", "release", "42"]]
+    assert _requeue_exclude_plan("42", "node03", "node03").steps[1].argv[-1] == "ExcNodeList=node03"
+    assert _requeue_exclude_plan("42", "node03").steps[1].argv[-1] == "ExcNodeList=node03"
+
+
+class _SqueueRunner:
+    def __init__(self, rc: int, stdout: bytes, stderr: bytes = b"") -> None:
+        self.rc, self.stdout, self.stderr, self.argv = rc, stdout, stderr, None
+
+    async def run(self, argv, timeout=None, stdin=None):
+        from cockpit.backends.base import CommandResult
+
+        self.argv = list(argv)
+        return CommandResult(tuple(argv), self.rc, self.stdout, self.stderr, 0.01)
+
+
+async def test_the_jobs_exclusions_are_read_from_squeue_json_and_a_failure_stops_the_requeue():
+    from cockpit.errors import CockpitError
+    from cockpit_runbooks.engine import _job_exclusions
+
+    doc = json.loads((DATA / "slurm-22.05/squeue.json").read_bytes())
+    job = doc["jobs"][0]
+    job["excluded_nodes"] = "node[02-03]"
+    job["name"] = 'x" excluded_nodes="node99'  # data, not a field
+    runner = _SqueueRunner(0, json.dumps(doc).encode())
+    rc = RunContext(CheckContext(backend=None, config={}, runner=runner))
+    assert await _job_exclusions(rc, str(job["job_id"])) == "node[02-03]"
+    assert runner.argv == ["squeue", "--all", "--json", "--jobs", str(job["job_id"])]
+    failing = RunContext(CheckContext(backend=None, config={}, runner=_SqueueRunner(
+        1, b"", b"slurm_load_jobs error: Unable to contact slurm controller")))
+    with pytest.raises(CockpitError, match="Unable to contact slurm controller"):
+        await _job_exclusions(failing, "42")
