@@ -39,6 +39,11 @@ class Suspicion:
     def summary(self) -> str:
         if not self.slow:
             return "no slow pair: every pair reached the reference busbw"
+        if not self.culprits and self.fast:
+            # each node of a slow pair also ran fast with another partner: what is slow
+            # is the path between those two (a link, a switch uplink), not a node
+            return ("slow only in some pairs, each node fast in another: the path between them "
+                    f"(link or switch), not one node: {', '.join(r.label() for r in self.slow)}")
         if not self.culprits:
             return "every pair is slow: a fabric-wide problem, not one node"
         who = ", ".join(self.culprits)

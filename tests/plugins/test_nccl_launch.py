@@ -123,6 +123,15 @@ def test_pair_bisection_ambiguous_and_fabric_wide():
     assert name_culprit(failed, 0.8).culprits == ("d",)
 
 
+def test_a_slow_pair_of_nodes_that_are_each_fast_elsewhere_names_the_path_not_the_fabric():
+    # Synthetic: c+d slow, but c ran fast with a and d with b: no node is to blame.
+    r = [PairResult(("a", "b"), 40.0), PairResult(("c", "d"), 10.0),
+         PairResult(("c", "a"), 39.0), PairResult(("d", "b"), 39.5)]
+    s = name_culprit(r, 0.8)
+    assert s.culprits == ()
+    assert "fabric-wide" not in s.summary and "path between them" in s.summary and "c+d: 10.00 GB/s" in s.summary
+
+
 def _args(check, argv):
     p = argparse.ArgumentParser()
     check.add_arguments(p)
