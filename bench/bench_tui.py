@@ -278,7 +278,11 @@ async def _refresh(app, cluster: Cluster, view) -> None:
         await asyncio.sleep(0.005)
 
 
-async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int) -> dict:
+VIEW_KEYS = {"jobs": "5", "gpus": "3", "nodes": "2"}
+
+
+async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind: str = "jobs",
+                       n_nodes: int = 0) -> dict:
     from cockpit.backends.local import LocalRunner
     from cockpit.backends.slurm_cli import SlurmCliBackend
     from cockpit.tui.app import CockpitApp
@@ -308,8 +312,9 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int) -> dict:
     backend = SlurmCliBackend(LocalRunner(), bin_dir=str(cluster.bin), timeout=120)
     app = CockpitApp(backend, poll=False)
     async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.press("5")
-        view = app.main.views["jobs"]
+        await pilot.press(VIEW_KEYS[view_kind])
+        view = app.main.views[view_kind]
+        expected = {"jobs": n_jobs, "gpus": n_nodes * 8, "nodes": n_nodes}[view_kind]
         table = view.table
         first = asyncio.create_task(app.poller.poll_once())
         while table.row_count == 0:
@@ -318,7 +323,7 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int) -> dict:
         out["first_rows"] = table.row_count
         await first
         del first  # a finished task keeps its result: the first snapshot (and old job versions)
-        while table.row_count < n_jobs:
+        while table.row_count < expected:
             await asyncio.sleep(0.01)
         out["full_load_s"] = time.perf_counter() - t0
         await pilot.pause(0.2)
@@ -445,6 +450,8 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--refreshes", type=int, default=5)
     ap.add_argument("--no-datatable", action="store_true")
+    ap.add_argument("--view", choices=tuple(VIEW_KEYS), default="jobs",
+                    help="the view shown while refreshing (default jobs; gpus: 8 rows a node)")
     ap.add_argument("--datatable-jobs", type=int, default=0, help="jobs for the DataTable run (default: --jobs)")
     ap.add_argument("--datatable-sample", type=int, default=20, help="update_cell calls measured per refresh")
     ap.add_argument("--only", choices=("vtable", "datatable"), help=argparse.SUPPRESS)
@@ -455,7 +462,7 @@ def main() -> None:
     if a.only is None:
         t = time.perf_counter()
         cmd = [sys.executable, __file__, "--jobs", str(a.jobs), "--nodes", str(a.nodes), "--refreshes", str(a.refreshes)]
-        subprocess.run([*cmd, "--only", "vtable"], check=True)  # each run in its own process: its own peak RSS
+        subprocess.run([*cmd, "--view", a.view, "--only", "vtable"], check=True)  # each run in its own process: its own peak RSS
         if not a.no_datatable:
             n = a.datatable_jobs or a.jobs
             subprocess.run([sys.executable, __file__, "--jobs", str(n), "--nodes", str(a.nodes),
@@ -470,7 +477,7 @@ def main() -> None:
     try:
         if a.only == "vtable":
             show("cockpit VTable (virtual, render_line; parse worker process, deltas)",
-                 asyncio.run(bench_vtable(cluster, a.jobs, a.refreshes)))
+                 asyncio.run(bench_vtable(cluster, a.jobs, a.refreshes, a.view, a.nodes)))
         else:
             show(f"Textual DataTable, same data ({a.jobs} jobs)",
                  asyncio.run(bench_datatable(cluster, a.refreshes, a.datatable_sample)))

@@ -102,3 +102,21 @@ async def test_workers_are_not_given_snapshots():
             work = w._work
             given = (*getattr(work, "args", ()), *getattr(work, "keywords", {}).values())
             assert not any(isinstance(a, ClusterSnapshot) for a in given), (w.group, w.name)
+
+
+def test_gpu_rows_are_rebuilt_only_for_nodes_whose_holders_changed():
+    from cockpit.tui.widgets.views import GpusView
+
+    from .fakes import small_cluster
+
+    nodes, jobs, parts, topo = small_cluster()
+    view = GpusView(clock=lambda: NOW)
+    snap = ClusterSnapshot(nodes=nodes, partitions=parts, jobs=jobs, topology=topo, fetched_at=NOW)
+    first = {r.key: r for r in view.build_rows(snap)}
+    assert first["gpu01:0"].values[4] == "101" and first["gpu02:1"].values[4] == "100_3"
+    moved = list(jobs)
+    moved[0] = dataclasses.replace(jobs[0], user="zed")  # job 101 holds gpu01's GPUs
+    again = {r.key: r for r in view.build_rows(dataclasses.replace(snap, jobs=tuple(moved)))}
+    assert again.keys() == first.keys()
+    assert again["gpu01:0"].values[5] == "zed" and again["gpu01:0"] is not first["gpu01:0"]
+    assert all(again[k] is first[k] for k in first if not k.startswith("gpu01:"))  # reused, not rebuilt
