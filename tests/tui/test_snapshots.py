@@ -28,16 +28,6 @@ def before(*keys):
         for key in keys:
             await pilot.press(key)
             await settle(pilot, pilot.app)
-        # A job detail's log lines come from a worker started when the screen mounts;
-        # on a loaded machine settle() could look before that worker existed, and the
-        # snapshot then missed those lines (seen as a different scrollbar thumb, 80x24).
-        extra = getattr(pilot.app.screen, "extra", None)
-        if extra is not None:
-            for _ in range(200):
-                if str(getattr(extra.render(), "plain", "")).strip():
-                    break
-                await pilot.pause(0.05)
-            await settle(pilot, pilot.app)
 
     return run
 

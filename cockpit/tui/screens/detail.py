@@ -148,9 +148,16 @@ class JobDetailScreen(DetailScreen):
             for line in lines:
                 out.append("  " + clean(line, 300) + "\n")
         try:
-            self.app.call_from_thread(self.extra.update, out)
+            self.app.call_from_thread(self._show_logs, out)
         except RuntimeError:  # NoActiveAppError / "App is not running": quit while reading
             pass
+
+    def _show_logs(self, text: Text) -> None:
+        self.extra.update(text)
+        # Seen with Python 3.13 (Debian 13): the update from this thread's callback
+        # repainted the text but the Static kept its old height (1 line, the rest
+        # clipped) until something else caused a layout; ask for one once more.
+        self.call_after_refresh(self.extra.refresh, layout=True)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         oid = event.option.id or ""
