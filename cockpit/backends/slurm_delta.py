@@ -156,6 +156,17 @@ class _Differ:
         all_warnings = tuple(dict.fromkeys(w for ws in warnings.values() for w in ws))
         return Delta(self.kind, (), removed, True, reset, len(keys), all_warnings, errs)
 
+    def _last_records(self, splitter: Any, split: Any, careful: Any, took: bool) -> tuple[bytes, list[Any] | None]:
+        """The document's end (``head`` + what was never cut) and its records; None:
+        parse it whole (nothing was cut: a shape the splitter does not take). If
+        records were cut but the end is not JSON, ``careful`` names the problem."""
+        rest = splitter.finish()
+        records = split(rest)
+        if records is None and took:
+            careful(rest, self.source)
+            raise ParseError(self.source, "the output ends in a way that could not be parsed")
+        return rest, records
+
     def _chunks(self, objs: list[Any], reset: bool) -> Iterator[Delta]:
         for i in range(0, len(objs), self.chunk):
             yield Delta(self.kind, tuple(objs[i:i + self.chunk]), reset=reset and i == 0)
@@ -247,12 +258,8 @@ class JobsDiffer(_Differ):
                 if changed:
                     yield Delta("jobs", tuple(changed), reset=reset and first)
                     first = False
-        rest = splitter.finish()
-        split = _split_jobs(rest)
+        rest, split = self._last_records(splitter, _split_jobs, slurm_json.parse_squeue, bool(keys))
         if split is None:
-            if keys:  # records came, then the rest is not JSON: name the problem
-                slurm_json.parse_squeue(rest, self.source)
-                raise ParseError(self.source, "the output ends in a way that could not be parsed")
             yield from self._feed_parsed(rest, reset)
             return
         take(bytes(r) for r in split)
@@ -311,39 +318,59 @@ class NodesDiffer(_Differ):
 
     def feed(self, data: bytes, reset: bool = False) -> Iterator[Delta]:
         """Like :meth:`JobsDiffer.feed`. Raises ParseError."""
+        return self.feed_stream((data,), reset)
+
+    def feed_stream(self, chunks: Iterable[Any], reset: bool = False) -> Iterator[Delta]:
+        """Like :meth:`JobsDiffer.feed_stream`: ``scontrol show node --json`` is cut
+        into node records as it arrives (17 MB at 10k nodes need not be held);
+        ``sinfo --json`` (22.05) is read whole. The state is committed at the end."""
         if reset:
             self.reset()
         reset = reset or not self._digests
-        split = _split_nodes(data) if self.fmt == "scontrol" else None
-        if split is None:
-            yield from self._feed_parsed(data, reset)
+        if self.fmt != "scontrol" or _SPLIT is None:
+            buf = bytearray()
+            for part in chunks:
+                buf += part
+            yield from self._feed_parsed(buf, reset)
             return
         # As for jobs: an unchanged record is neither decoded nor rebuilt. Records are
         # decoded one at a time, so the whole document never exists as Python objects.
+        splitter = _JobSplitter("nodes", "architecture")
         names: list[Any] = []
         raw_new: dict[int, Any] = {}
         digests: dict[Any, int] = {}
         warnings: dict[Any, tuple[str, ...]] = {}
         changed: list[Any] = []
-        for i, rec in enumerate(split):
-            h = hash(bytes(rec))
-            name = self._raw.get(h)
-            if name is None or name not in self._digests:
-                node, warns = self._build(rec, i, data)
-                name = node.name
-                digests[name] = d = _digest(node)
-                if self._digests.get(name) != d:
-                    changed.append(node)
-                if warns:
-                    warnings[name] = warns
-            else:
-                digests[name] = self._digests[name]
-                if name in self._warnings:
-                    warnings[name] = self._warnings[name]
-            names.append(name)
-            raw_new[h] = name
+
+        def take(records: Iterable[Any]) -> None:
+            for rec in records:
+                h = hash(bytes(rec))
+                name = self._raw.get(h)
+                if name is None or name not in self._digests:
+                    node, warns = self._build(rec, len(names), splitter.head)
+                    name = node.name
+                    digests[name] = d = _digest(node)
+                    if self._digests.get(name) != d:
+                        changed.append(node)
+                    if warns:
+                        warnings[name] = warns
+                else:
+                    digests[name] = self._digests[name]
+                    if name in self._warnings:
+                        warnings[name] = self._warnings[name]
+                names.append(name)
+                raw_new[h] = name
+
+        for chunk in chunks:
+            take(splitter.push(chunk))
+        rest, split = self._last_records(splitter, _split_nodes, slurm_json.parse_scontrol_nodes, bool(names))
+        if split is None:
+            yield from self._feed_parsed(rest, reset)
+            return
+        take(split)
+        del split
         yield from self._chunks(changed, reset)
-        done = self._finish(names, digests, warnings, data, reset and not changed)
+        done = self._finish(names, digests, warnings, rest, reset and not changed)
         self._raw = raw_new
         yield done
 
@@ -351,12 +378,12 @@ class NodesDiffer(_Differ):
         super().reset()
         self._raw: dict[int, Any] = {}
 
-    def _build(self, rec: Any, i: int, data: Any) -> tuple[Node, tuple[str, ...]]:
+    def _build(self, rec: Any, i: int, head: bytes | None) -> tuple[Node, tuple[str, ...]]:
         warns: list[str] = []
         try:
             record = json.loads(bytes(rec))
-        except ValueError:
-            slurm_json.parse_scontrol_nodes(bytes(data), self.source)  # names the problem exactly
+        except ValueError:  # names the problem as in-process parsing does (a document of this record)
+            slurm_json.parse_scontrol_nodes((head or b'{"nodes": [') + bytes(rec) + b"]}", self.source)
             raise ParseError(self.source, "a node record could not be decoded") from None
         node = node_from_record(get_record(record, "node", i, self.source), self.source, warns)
         return node, tuple(warns)
@@ -389,25 +416,25 @@ else:  # pragma: no cover - msgspec is a dependency; kept working without it
     _SPLIT = _RECORD = _NSPLIT = _RAW = None
 
 
-# Where a job record may start: every Slurm version's records begin with
-# "account" (checked against the recordings from 21.08 to 24.11). Inside a JSON
+# Where a record may start: every Slurm version's job records begin with
+# "account", node records with "architecture" (checked against the recordings
+# from 21.08 to 24.11). Inside a JSON
 # string a quote is escaped, so cluster strings cannot imitate this; a nested
 # object that happened to start with "account" is caught by the check below.
-_RECORD_START = re.compile(rb'[\[,]\s*(\{\s*"account"\s*:)')
-_HEAD = re.compile(rb'"jobs"\s*:\s*\[\s*$')
 _HEAD_LIMIT = 1 << 20  # no record start within this: not the shape we split; keep it whole
 _MAX_MISSES = 64  # wrong candidates in a row before giving up cutting (each re-checks the record)
 _LOOKBACK = 4096  # bytes re-scanned after a chunk: a record start cut in two by the chunking
 _SPACE = b" \t\r\n"
 
 
-def _next_start(buf: bytearray, pos: int) -> tuple[int, int, int] | None:
-    """The next ``,{"account":`` (or ``[``, any spacing) from ``pos``: the offsets of
-    the comma, of the brace and after the colon. A literal search (memchr speed)
-    then a look around it: a regex tried at every comma costs 4x more."""
-    find, n = buf.find, len(buf)
-    while (i := find(b'"account"', pos)) >= 0:
-        pos = i + 9
+def _next_start(buf: bytearray, pos: int, needle: bytes = b'"account"') -> tuple[int, int, int] | None:
+    """The next ``,{"account":`` (or ``[``, any spacing; ``needle`` is the quoted
+    first key) from ``pos``: the offsets of the comma, of the brace and after the
+    colon. A literal search (memchr speed) then a look around it: a regex tried at
+    every comma costs 4x more."""
+    find, n, size = buf.find, len(buf), len(needle)
+    while (i := find(needle, pos)) >= 0:
+        pos = i + size
         j = i - 1
         while j >= 0 and buf[j] in _SPACE:
             j -= 1
@@ -430,7 +457,9 @@ def _next_start(buf: bytearray, pos: int) -> tuple[int, int, int] | None:
 
 
 class _JobSplitter:
-    """Cuts a ``squeue --json`` document arriving in chunks into job records.
+    """Cuts a ``squeue --json`` document arriving in chunks into job records
+    (``array``/``first``: the array's key and its records' first key; node records
+    of ``scontrol show node --json`` start with "architecture").
 
     A candidate cut is a record start at the array's level; the bytes between two
     cuts are accepted only if they are exactly one complete JSON value (msgspec
@@ -440,8 +469,11 @@ class _JobSplitter:
     whole-document parsers take.
     """
 
-    def __init__(self) -> None:
-        self.head: bytes | None = None  # the document up to the jobs array, once found
+    def __init__(self, array: str = "jobs", first: str = "account") -> None:
+        self.needle = f'"{first}"'.encode()
+        self.start_re = re.compile(rb'[\[,]\s*(\{\s*' + re.escape(self.needle) + rb'\s*:)')
+        self.head_re = re.compile(rb'"' + array.encode() + rb'"\s*:\s*\[\s*$')
+        self.head: bytes | None = None  # the document up to the records' array, once found
         self.buf = bytearray()
         self.scan = 0
         self.whole = False  # gave up splitting: finish() returns everything
@@ -453,8 +485,8 @@ class _JobSplitter:
         if self.whole:
             return []
         if self.head is None:
-            m = _RECORD_START.search(buf)
-            if m is None or buf[m.start()] != 0x5B or not _HEAD.search(buf, 0, m.start() + 1):
+            m = self.start_re.search(buf)
+            if m is None or buf[m.start()] != 0x5B or not self.head_re.search(buf, 0, m.start() + 1):
                 if m is not None or len(buf) > _HEAD_LIMIT:
                     self.whole = True
                 return []
@@ -464,7 +496,8 @@ class _JobSplitter:
         records = []
         start, scan = 0, self.scan
         check = _RAW.decode
-        while (m := _next_start(buf, scan)) is not None:
+        needle = self.needle
+        while (m := _next_start(buf, scan, needle)) is not None:
             end = m[0]
             while buf[end - 1] in _SPACE:
                 end -= 1

@@ -205,17 +205,9 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             differs[key] = JobsDiffer(source) if kind == "jobs" else NodesDiffer(source, fmt)
         differ = differs[key]
         try:
-            if kind == "jobs":
-                deltas = differ.feed_stream(chunks, reset)
-            else:
-                buf = bytearray()
-                for part in chunks:
-                    buf += part
-                deltas = differ.feed(buf, reset)
-            for delta in deltas:
+            for delta in differ.feed_stream(chunks, reset):
                 _write_frame(out, dumps(("delta", delta)))
                 out.flush()
-            deltas = buf = None  # type: ignore[assignment]
         except _InputEnded:
             return
         except _Aborted:

@@ -261,3 +261,29 @@ def test_a_failing_source_leaves_no_half_state():
         list(differ.feed_stream(source()))
     deltas = list(differ.feed(raw))
     assert deltas[0].reset
+
+
+@pytest.mark.parametrize("name, fmt", NODE_FILES)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=100_000), max_size=30))
+@settings(max_examples=15, deadline=None)
+def test_nodes_any_chunking_gives_the_in_process_result(name, fmt, cuts):
+    raw = (DATA / name).read_bytes()
+    store = store_for("nodes")
+    differ = NodesDiffer(fmt=fmt)
+    apply_all(store, differ.feed_stream(_chunked(raw, [c % (len(raw) + 1) for c in cuts]), True))
+    expected = parse_scontrol_nodes(raw) if fmt == "scontrol" else parse_sinfo(raw)[0]
+    assert store.values() == expected
+    again = list(differ.feed_stream(_chunked(raw, [len(raw) // 2])))
+    assert len(again) == 1 and not again[0].upserts and not again[0].removed
+
+
+def test_node_records_are_cut_before_the_output_ends():
+    from cockpit.backends.slurm_delta import _JobSplitter
+
+    raw = (DATA / "slurm-24.11/scontrol-show-node.json").read_bytes()
+    splitter = _JobSplitter("nodes", "architecture")
+    got = []
+    for i in range(0, len(raw), 64):
+        got.extend(splitter.push(raw[i:i + 64]))
+    assert len(got) == len(json.loads(raw)["nodes"]) - 1  # the last comes with the document's end
+    assert [json.loads(r)["name"] for r in got] == [n["name"] for n in json.loads(raw)["nodes"][:-1]]
