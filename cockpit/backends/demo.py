@@ -291,9 +291,9 @@ class DemoBackend:
         text = str(job_id).strip()
         head, _, task = text.partition("_")
         job = None
-        if head.isdigit() and not task:
+        if head.isdecimal() and not task:
             job = self._sim.jobs.get(int(head))
-        elif head.isdigit() and task.isdigit():
+        elif head.isdecimal() and task.isdecimal():
             job = next((j for j in self._sim.jobs.values()
                         if j.array_job_id == int(head) and j.array_task_id == int(task)), None)
         if job is None:

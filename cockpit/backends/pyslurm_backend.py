@@ -59,7 +59,7 @@ _HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 def major_minor(version: str) -> str:
     """``"25.11.2"`` -> ``"25.11"``; "" when the string has no major.minor."""
     parts = str(version).strip().split(".")
-    if len(parts) < 2 or not parts[0].isdigit() or not parts[1][:2].isdigit():
+    if len(parts) < 2 or not parts[0].isdecimal() or not parts[1][:2].isdecimal():
         return ""
     return f"{int(parts[0])}.{int(parts[1][:2]):02d}"
 

@@ -98,7 +98,7 @@ def num(value: Any, field: str, source: str) -> int | None:
         if value != value or value in (float("inf"), float("-inf")):
             return None
         return int(value)
-    if t is str and value.strip().lstrip("-").isdigit():
+    if t is str and value.strip().lstrip("-").isdecimal():
         return int(value)
     raise ParseError(source, f"field {field!r} is not a number: {_short(value)}")
 

@@ -63,7 +63,7 @@ def parse_index_list(s: str, source: str) -> tuple[int, ...]:
     out: list[int] = []
     for part in s.split(","):
         lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        if not lo.isdecimal() or (sep and not hi.isdecimal()):
             raise ParseError(source, f"bad GPU index list {s!r}")
         a = int(lo)
         b = int(hi) if sep else a
@@ -74,9 +74,9 @@ def parse_index_list(s: str, source: str) -> tuple[int, ...]:
 
 
 def _count(s: str, item: str, source: str) -> int:
-    if s.isdigit():
+    if s.isdecimal():
         return int(s)
-    if s[:-1].isdigit() and s[-1:].upper() in _SUFFIX:
+    if s[:-1].isdecimal() and s[-1:].upper() in _SUFFIX:
         return int(s[:-1]) * _SUFFIX[s[-1:].upper()]
     raise ParseError(source, f"bad GRES count {s!r} in {item!r}")
 
@@ -104,7 +104,7 @@ def parse_item(item: str, source: str) -> GresItem:
     gtype: str | None = None
     if len(parts) == 2:
         # "gpu:2" (count) or "gpu:h100" (type; count given by CNT or implied)
-        if parts[1][:1].isdigit():
+        if parts[1][:1].isdecimal():
             count = _count(parts[1], item, source)
         else:
             gtype = parts[1] or None
@@ -179,7 +179,7 @@ def _tres_gpus(s: str, source: str) -> tuple[int, str | None]:
         if len(parts) == 1:
             count, gtype = 1, None
         elif len(parts) == 2:
-            if parts[1][:1].isdigit():
+            if parts[1][:1].isdecimal():
                 count, gtype = _count(parts[1], raw, source), None
             else:
                 count, gtype = 1, parts[1]

@@ -220,7 +220,7 @@ def parse_version(meta_or_text: Any) -> str:
     if isinstance(meta_or_text, str):
         for word in meta_or_text.replace("-", " ").split():
             parts = word.split(".")
-            if len(parts) >= 2 and all(p.isdigit() for p in parts[:3]):
+            if len(parts) >= 2 and all(p.isdecimal() for p in parts[:3]):
                 return ".".join(parts[:3])
         return ""
     if not isinstance(meta_or_text, dict):
@@ -237,6 +237,6 @@ def parse_version(meta_or_text: Any) -> str:
     ver = slurm.get("version")
     if isinstance(ver, dict):
         bits = [ver.get(k) for k in ("major", "minor", "micro")]
-        if all(isinstance(b, (int, str)) and str(b).isdigit() for b in bits):
+        if all(isinstance(b, (int, str)) and str(b).isdecimal() for b in bits):
             return f"{int(bits[0])}.{int(bits[1]):02d}.{int(bits[2])}"
     return ""

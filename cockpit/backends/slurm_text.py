@@ -123,7 +123,7 @@ def gres_from_scontrol_detail(text: str, source: str = "scontrol -d show") -> Sc
 
 def _job_detail(rec: list[list[tuple[str, str]]], source: str) -> tuple[int, tuple[JobGpus, ...]]:
     raw_id = rec[0][0][1]
-    if not raw_id.isdigit():
+    if not raw_id.isdecimal():
         raise ParseError(source, f"JobId is not a number: {raw_id!r}")
     out: list[JobGpus] = []
     for line in rec:
@@ -142,7 +142,7 @@ def _job_detail(rec: list[list[tuple[str, str]]], source: str) -> tuple[int, tup
 def _int(value: str | None, key: str, source: str) -> int | None:
     if value is None or value == "":
         return None
-    if not value.isdigit():
+    if not value.isdecimal():
         raise ParseError(source, f"{key}={value!r} is not a number")
     return int(value)
 
@@ -264,7 +264,7 @@ def duration_minutes(value: str, source: str = "scontrol") -> int | None:
     if not dash:
         days, rest = "0", v
     parts = rest.split(":")
-    if not days.isdigit() or not all(p.isdigit() for p in parts) or len(parts) > 3:
+    if not days.isdecimal() or not all(p.isdecimal() for p in parts) or len(parts) > 3:
         raise ParseError(source, f"bad time {value!r}")
     nums = [int(p) for p in parts]
     if len(parts) == 1 and not dash:

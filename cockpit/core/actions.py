@@ -43,9 +43,9 @@ REASON_TEMPLATES: dict[str, str] = {
 SIGNALS = ("USR1", "USR2", "TERM", "KILL", "INT", "HUP", "CONT", "STOP", "QUIT", "ABRT")
 
 # Job ids Slurm accepts from an operator: 123, array task 123_4, het component 123+1.
-_JOB_ID = re.compile(r"\d{1,10}(_\d{1,10})?(\+\d{1,4})?")
+_JOB_ID = re.compile(r"\d{1,10}(_\d{1,10})?(\+\d{1,4})?", re.ASCII)  # ASCII: "٣" is a \d too
 # Slurm time limit forms (sbatch(1) --time) plus +/- increments for scontrol update.
-_TIME = re.compile(r"[+-]?(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2})")
+_TIME = re.compile(r"[+-]?(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2})", re.ASCII)
 # A node name may hold anything Slurm would reject itself, but not what would change
 # the meaning of the argv: an option (leading '-'), a keyword (key=value) or blanks.
 _BAD_NODE_CHARS = re.compile(r"[=\s\x00-\x1f\x7f]")
@@ -248,7 +248,7 @@ def _check_params(spec: ActionSpec, p: Params) -> Params:
         raise UsageError(f"{spec.name} takes no reason")
     if spec.name == "signal":
         sig = (p.signal or "").upper().removeprefix("SIG")
-        if not (sig in SIGNALS or (sig.isdigit() and 0 < int(sig) < 65)):
+        if not (sig in SIGNALS or (sig.isascii() and sig.isdecimal() and 0 < int(sig) < 65)):
             raise UsageError(f"bad signal {p.signal!r} (known: {', '.join(SIGNALS)} or a number)")
         if p.full and p.batch:
             raise UsageError("--full and --batch exclude each other")

@@ -139,7 +139,7 @@ def natural_key(value: Any) -> tuple:
         return (0, value)
     s = _text(value)
     parts = _DIGITS.split(s)
-    return (1, tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p))
+    return (1, tuple((0, int(p)) if p.isdecimal() else (1, p) for p in parts if p))
 
 
 def sort_order(

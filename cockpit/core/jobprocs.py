@@ -32,7 +32,7 @@ def parse_listpids(text: str) -> list[tuple[int, str]]:
     out = []
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) >= 3 and parts[0].isdigit():
+        if len(parts) >= 3 and parts[0].isdecimal():
             out.append((int(parts[0]), parts[2]))
     return out
 
@@ -42,8 +42,8 @@ def parse_ps(text: str) -> dict[int, tuple[str, int | None, str]]:
     out = {}
     for line in text.splitlines():
         parts = line.split(None, 3)
-        if len(parts) >= 3 and parts[0].isdigit():
-            et = int(parts[2]) if parts[2].isdigit() else None
+        if len(parts) >= 3 and parts[0].isdecimal():
+            et = int(parts[2]) if parts[2].isdecimal() else None
             out[int(parts[0])] = (parts[1], et, parts[3] if len(parts) > 3 else "")
     return out
 
@@ -54,12 +54,12 @@ def parse_compute_apps(apps: str, gpus: str) -> dict[int, int]:
     index = {}
     for line in gpus.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 2 and parts[0].isdigit():
+        if len(parts) == 2 and parts[0].isdecimal():
             index[parts[1]] = int(parts[0])
     out = {}
     for line in apps.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 2 and parts[0].isdigit() and parts[1] in index:
+        if len(parts) == 2 and parts[0].isdecimal() and parts[1] in index:
             out[int(parts[0])] = index[parts[1]]
     return out
 

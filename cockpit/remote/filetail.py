@@ -34,7 +34,7 @@ class FileState:
 def parse_stat(text: str) -> FileState | None:
     """``SIZE INODE`` as printed by ``stat -c '%s %i'``; None when it is not that."""
     parts = text.split()
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+    if len(parts) != 2 or not all(p.isdecimal() for p in parts):
         return None
     return FileState(int(parts[0]), int(parts[1]))
 

@@ -142,7 +142,7 @@ def parse_topo_m(text: str) -> dict[int, int]:
         cells = ln.split()
         if not cells:
             continue
-        if header is None and cells[0].startswith("GPU") and cells[0][3:].isdigit():
+        if header is None and cells[0].startswith("GPU") and cells[0][3:].isdecimal():
             header = [c for c in cells if re.fullmatch(r"GPU\d+", c)]
             continue
         if header is not None and re.fullmatch(r"GPU\d+", cells[0]):

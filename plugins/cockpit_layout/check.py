@@ -112,7 +112,7 @@ async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[
         if args.gpus_per_node and not job.gpus:
             job = _with_gpn(job, args.gpus_per_node)
         return from_job(job), args.partition or job.partition, not job.gpus
-    if args.nodes.isdigit():
+    if args.nodes.isdecimal():
         gpn = args.gpus_per_node or await _partition_gpus(ctx, args.partition)
         return planned_count(int(args.nodes), gpn), args.partition, True
     names = expand(args.nodes)

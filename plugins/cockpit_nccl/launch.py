@@ -41,7 +41,7 @@ async def submit(runner, script: str, timeout: float = 60) -> int:
         raise CommandFailed(res.argv, res.returncode, res.err_text())
     # --parsable prints "jobid" or "jobid;cluster".
     first = res.text().strip().split(";")[0]
-    if not first.isdigit():
+    if not first.isdecimal():
         raise ParseError("sbatch --parsable", f"expected a job id, got {res.text().strip()[:60]!r}")
     return int(first)
 

@@ -252,7 +252,7 @@ def _comment(st: _State, task: str | None, body: str) -> None:
 
 def _data(st: _State, lineno: int, body: str, source: str) -> None:
     tokens = body.split()
-    if len(tokens) < 8 or not (tokens[0].isdigit() and tokens[1].isdigit()):
+    if len(tokens) < 8 or not (tokens[0].isdecimal() and tokens[1].isdecimal()):
         if _FAILURE.search(body):
             st.failures.append(body.strip())
         return

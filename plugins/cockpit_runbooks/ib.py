@@ -81,7 +81,7 @@ def read_root(root: str | os.PathLike[str]) -> list[IbPort]:
     out = []
     for dev in devices:
         for pdir in sorted((dev / "ports").iterdir(), key=lambda p: p.name):
-            if not pdir.name.isdigit():
+            if not pdir.name.isdecimal():
                 continue
             files = {}
             for f in pdir.rglob("*"):

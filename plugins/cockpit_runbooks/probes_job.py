@@ -53,7 +53,7 @@ async def _mtime(rc: RunContext, path: str, job: Any) -> float | None:
     if job is None or not job.nodes:
         return None
     out = await run_on_node(rc, job.nodes[0], ["stat", "-c", "%Y", path])
-    return float(out.text.strip()) if out.ok and out.text.strip().isdigit() else None
+    return float(out.text.strip()) if out.ok and out.text.strip().isdecimal() else None
 
 
 async def job_progress(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
@@ -156,7 +156,7 @@ async def watchdog_logs(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
 def _rank_of(environ: str) -> str | None:
     env = dict(kv.split("=", 1) for kv in environ.split("\0") if "=" in kv)
     for key in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
-        if env.get(key, "").isdigit():
+        if env.get(key, "").isdecimal():
             return env[key]
     return None
 

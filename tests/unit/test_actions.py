@@ -94,7 +94,7 @@ def test_job_ids(good):
     assert check_job_id(good) == good
 
 
-@pytest.mark.parametrize("bad", ["", "-1", "--user=root", "12;rm", "12 13", "abc", "12_", "1$(id)"])
+@pytest.mark.parametrize("bad", ["", "-1", "--user=root", "12;rm", "12 13", "abc", "12_", "1$(id)", "\u0663\u0664", "1\u00b9"])
 def test_bad_job_ids_name_the_value(bad):
     with pytest.raises(UsageError) as exc:
         check_job_id(bad)
@@ -155,3 +155,10 @@ def test_dangerous_flags_are_declared_in_one_place():
 def test_describe_quotes_for_display():
     plan = build_plan("drain", ["node01"], Params(reason="a b; c"))
     assert plan.describe() == ["scontrol update NodeName=node01 State=DRAIN 'Reason=a b; c'"]
+
+
+@pytest.mark.parametrize("sig", ["\u00b9", "\u0663", "65", "0"])
+def test_bad_signal_numbers_are_one_line_errors(sig):
+    # '¹'.isdigit() is True and int('¹') raises: that was a traceback, not an error line
+    with pytest.raises(UsageError, match="bad signal"):
+        build_plan("signal", ["42"], Params(signal=sig))

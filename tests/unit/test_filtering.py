@@ -80,3 +80,9 @@ def test_mixed_values_always_sort(values):
     out = sort_order(keys, [(v,) for v in values], 0)
     assert sorted(out) == keys
     assert natural_key(None) > natural_key("zzz") > natural_key(10**9)
+
+
+def test_digits_that_are_not_decimal_sort_as_text():
+    # found by hypothesis: '¹'.isdigit() is True but int('¹') raises; a job name with
+    # a superscript crashed the sort
+    assert sort_order(["a", "b", "c"], [("x¹",), ("x2",), ("x10",)], 0) == ["b", "c", "a"]

@@ -82,7 +82,7 @@ def selected_job(app: Any):
         keys = app.selected_keys()
         if keys:
             node, _, idx = str(keys[0]).rpartition(":")
-            return gpu_holders(snap.jobs).get((node, int(idx))) if idx.isdigit() else None
+            return gpu_holders(snap.jobs).get((node, int(idx))) if idx.isdecimal() else None
     return None
 
 
