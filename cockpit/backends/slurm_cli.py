@@ -102,6 +102,7 @@ class SlurmCliBackend:
         # worker runs that command itself and the output never enters this process.
         self._sizes: dict[str, int] = {}
         self._parsed_text: dict[str, tuple[Any, Any]] = {}  # key -> (output, parsed)
+        self._nodes_first: asyncio.Event | None = None  # set once a first nodes load ended
 
     # -- plumbing -----------------------------------------------------------
     def _argv(self, key: str) -> list[str]:
@@ -159,6 +160,17 @@ class SlurmCliBackend:
 
     async def stream_nodes(self) -> AsyncIterator[tuple[tuple[Node, ...], bool]]:
         """Like :meth:`stream_jobs`, for nodes (scontrol JSON, else sinfo JSON)."""
+        gate = None
+        if not self._stores["nodes"].objects:  # a first load: the jobs' first load waits for it
+            gate = self._nodes_first = asyncio.Event()
+        try:
+            async for item in self._stream_nodes():
+                yield item
+        finally:
+            if gate is not None:
+                gate.set()
+
+    async def _stream_nodes(self) -> AsyncIterator[tuple[tuple[Node, ...], bool]]:
         if self._node_source != "sinfo.json":
             try:
                 src = await self._source("scontrol-nodes.json")
@@ -286,6 +298,15 @@ class SlurmCliBackend:
             worker = self.workers[kind] = next(iter(self.workers.values()), None) or ParseWorker()
         store = self._stores[kind]
         progressive = not store.objects  # a first load: show it as it comes
+        gate = self._nodes_first
+        if kind == "jobs" and progressive and gate is not None and not gate.is_set():
+            # One worker serves both, one request after the other: 100k jobs take it
+            # for seconds, 10k nodes for a fraction of one. Nodes first, so the pulse,
+            # nodes and GPU views do not wait for the last job.
+            try:
+                await asyncio.wait_for(gate.wait(), self.timeout)
+            except asyncio.TimeoutError:
+                pass
         reset = not self._synced[kind]
         self._synced[kind] = False
         pending, done, shown = [], None, float("-inf")

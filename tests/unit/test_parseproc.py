@@ -249,3 +249,32 @@ async def test_after_one_big_output_the_worker_runs_the_command_and_jobs_and_nod
         assert await backend.fetch_nodes() == nodes
     finally:
         await backend.close()
+
+
+async def test_a_first_load_parses_nodes_before_jobs_in_the_shared_worker(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\nexec cat {SQUEUE}\n")
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\nexec cat {DATA / 'slurm-24.11/scontrol-show-node.json'}\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    order: list[str] = []
+    orig = ParseWorker.parse
+
+    def parse(self, kind, *a, **kw):
+        order.append(kind)
+        return orig(self, kind, *a, **kw)
+
+    monkeypatch.setattr(ParseWorker, "parse", parse)
+    backend = SlurmCliBackend(LocalRunner(), bin_dir=str(bin_dir))
+    backend.worker_threshold = 1000
+    try:
+        # jobs asked first, as the poller's gather may: the jobs' first load waits for the nodes'
+        jobs, nodes = await asyncio.gather(backend.fetch_jobs(), backend.fetch_nodes())
+        assert order == ["nodes", "jobs"]
+        assert jobs == parse_squeue(SQUEUE.read_bytes()) and len(nodes) == 4
+        order.clear()
+        await asyncio.gather(backend.fetch_jobs(), backend.fetch_nodes())  # later: no waiting
+        assert sorted(order) == ["jobs", "nodes"]
+    finally:
+        await backend.close()
