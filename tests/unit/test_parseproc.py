@@ -199,6 +199,17 @@ async def test_a_command_the_worker_runs_fails_like_a_local_one_and_the_worker_s
         await worker.close()
 
 
+def _cat_bins(tmp_path: Path, jobs: Path, nodes: Path) -> Path:
+    """Fake squeue and scontrol that print these files."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\nexec cat {jobs}\n")
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\nexec cat {nodes}\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    return bin_dir
+
+
 class CountingRunner(LocalRunner):
     """A LocalRunner that counts which of its paths the backend used."""
 
@@ -219,12 +230,7 @@ async def test_after_one_big_output_the_worker_runs_the_command_and_jobs_and_nod
     jobs_file, nodes_file = tmp_path / "squeue.json", tmp_path / "nodes.json"
     shutil.copy(SQUEUE, jobs_file)
     shutil.copy(DATA / "slurm-24.11/scontrol-show-node.json", nodes_file)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "squeue").write_text(f"#!/bin/sh\nexec cat {jobs_file}\n")
-    (bin_dir / "scontrol").write_text(f"#!/bin/sh\nexec cat {nodes_file}\n")
-    for f in bin_dir.iterdir():
-        f.chmod(0o755)
+    bin_dir = _cat_bins(tmp_path, jobs_file, nodes_file)
     runner = CountingRunner()
     backend = SlurmCliBackend(runner, bin_dir=str(bin_dir))
     backend.worker_threshold = 1000  # the fixtures count as big
@@ -252,12 +258,7 @@ async def test_after_one_big_output_the_worker_runs_the_command_and_jobs_and_nod
 
 
 async def test_a_first_load_parses_nodes_before_jobs_in_the_shared_worker(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "squeue").write_text(f"#!/bin/sh\nexec cat {SQUEUE}\n")
-    (bin_dir / "scontrol").write_text(f"#!/bin/sh\nexec cat {DATA / 'slurm-24.11/scontrol-show-node.json'}\n")
-    for f in bin_dir.iterdir():
-        f.chmod(0o755)
+    bin_dir = _cat_bins(tmp_path, SQUEUE, DATA / "slurm-24.11/scontrol-show-node.json")
     order: list[str] = []
     orig = ParseWorker.parse
 
