@@ -303,8 +303,8 @@ class SlurmCliBackend:
             # One worker serves both, one request after the other: 100k jobs take it
             # for seconds, 10k nodes for a fraction of one. Nodes first, so the pulse,
             # nodes and GPU views do not wait for the last job.
-            try:
-                await asyncio.wait_for(gate.wait(), self.timeout)
+            try:  # bounded: squeue's own timeout runs meanwhile
+                await asyncio.wait_for(gate.wait(), min(10.0, self.timeout / 3))
             except asyncio.TimeoutError:
                 pass
         reset = not self._synced[kind]
