@@ -529,26 +529,25 @@ class _JobSplitter:
         return self.head + bytes(self.buf)
 
 
-def _split_jobs(data: Any) -> list[Any] | None:
-    """Each job record's raw bytes, or None when the fast path does not apply."""
-    if _SPLIT is None:
+def _split(decoder: Any, data: Any, field: str) -> list[Any] | None:
+    """Each record's raw bytes under ``field``, or None when the fast path does not apply."""
+    if decoder is None:
         return None
     try:
-        doc = _SPLIT.decode(data)
+        doc = decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError, RecursionError):
         return None
-    return doc.jobs
+    return getattr(doc, field)
+
+
+def _split_jobs(data: Any) -> list[Any] | None:
+    """Each job record's raw bytes (``squeue --json``), or None."""
+    return _split(_SPLIT, data, "jobs")
 
 
 def _split_nodes(data: Any) -> list[Any] | None:
     """Each node record's raw bytes (``scontrol show node --json``), or None."""
-    if _NSPLIT is None:
-        return None
-    try:
-        doc = _NSPLIT.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, ValueError, RecursionError):
-        return None
-    return doc.nodes
+    return _split(_NSPLIT, data, "nodes")
 
 
 class DeltaStore:
