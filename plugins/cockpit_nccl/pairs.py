@@ -1,18 +1,32 @@
 """Pairwise search for the slow node: plan pairs, rank them, name the culprit.
 
 Round 1 tests disjoint pairs (node01+node02, node03+node04, ...). A pair is slow
-when its busbw is below ``slow_ratio`` x the reference: the expected busbw when
-one is configured, else the best pair seen (peers on one fabric should match).
-Round 2 pairs every node of a slow pair with a node from a fast pair. A node is
-named the culprit when it is in every slow pair it was tested in and in no fast
-pair; a node cleared by a fast pair is innocent. When two nodes cannot be told
-apart (no fast partner was available) both are named as suspects, ambiguously.
+when its busbw is below ``slow_ratio`` x its reference: the expected busbw when
+one is configured, else the median busbw of the *other* pairs measured (its
+peers: pairs on one fabric should match). Round 2 pairs every node of a slow
+pair with a node from a fast pair. A node is named the culprit when it is in
+every slow pair it was tested in and in no fast pair; a node cleared by a fast
+pair is innocent. When two nodes cannot be told apart (no fast partner was
+available) both are named as suspects, ambiguously.
+
+Why the median of the peers and 0.70 (``DEFAULT_SLOW_RATIO``): on a healthy
+fabric, multi-node nccl-tests runs of the same size vary by ~5-10% run to run,
+so healthy pairs sit at ~0.9-1.1 x the peers' median; 0.70 is 3 or more such
+spreads below it (a false "slow" on a healthy pair is rare even across dozens of
+pairs), while a pair at 50-60% of its peers, which is a broken link, NIC or
+node, is always named. The median, unlike the best pair, is not raised by one
+pair that happened to run fast (or sat on one leaf switch), and leaving the pair
+itself out lets two pairs be compared: a pair at 29% of the other one is slow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import median
+
+# A pair is slow below this x its reference (see the module docstring for why 0.70).
+DEFAULT_SLOW_RATIO = 0.70
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,21 +75,37 @@ def first_round(nodes: Sequence[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def split(results: Sequence[PairResult], slow_ratio: float,
+def peer_reference(results: Sequence[PairResult], index: int,
+                   expected: float | None = None) -> float | None:
+    """The busbw pair ``index`` is judged against: ``expected``, else the median of the
+    other pairs' busbw (None when no other pair has a figure)."""
+    if expected:
+        return expected
+    peers = [r.busbw for i, r in enumerate(results) if i != index and r.busbw is not None]
+    return median(peers) if peers else None
+
+
+def split(results: Sequence[PairResult], slow_ratio: float = DEFAULT_SLOW_RATIO,
           expected: float | None = None) -> tuple[list[PairResult], list[PairResult], float | None]:
-    """Partition results into (fast, slow, reference)."""
+    """Partition results into (fast, slow, reference).
+
+    Each pair is compared with its own reference (``peer_reference``). A failed pair is
+    slow; a lone pair with nothing to compare is fast. The reference returned, for the
+    report, is ``expected`` or else the median of all the pairs' busbw.
+    """
     seen = [r.busbw for r in results if r.busbw is not None]
-    ref = expected if expected else (max(seen) if seen else None)
+    ref = expected if expected else (median(seen) if seen else None)
     fast, slow = [], []
-    for r in results:
-        if r.busbw is None or ref is None or r.busbw < slow_ratio * ref:
+    for i, r in enumerate(results):
+        own = peer_reference(results, i, expected)
+        if r.busbw is None or (own is not None and r.busbw < slow_ratio * own):
             slow.append(r)
         else:
             fast.append(r)
     return fast, slow, ref
 
 
-def second_round(results: Sequence[PairResult], slow_ratio: float,
+def second_round(results: Sequence[PairResult], slow_ratio: float = DEFAULT_SLOW_RATIO,
                  expected: float | None = None) -> list[tuple[str, str]]:
     """Re-pair each node of a slow pair with a node cleared by a fast pair.
 
@@ -97,7 +127,7 @@ def second_round(results: Sequence[PairResult], slow_ratio: float,
     return pairs
 
 
-def name_culprit(results: Sequence[PairResult], slow_ratio: float = 0.8,
+def name_culprit(results: Sequence[PairResult], slow_ratio: float = DEFAULT_SLOW_RATIO,
                  expected: float | None = None) -> Suspicion:
     """Name the node(s) behind the slow pairs, with the pairs as evidence."""
     fast, slow, ref = split(results, slow_ratio, expected)
@@ -117,8 +147,11 @@ def name_culprit(results: Sequence[PairResult], slow_ratio: float = 0.8,
         pairs = candidates[n]
         evidence.append(f"{n}: slow in {len(pairs)} of {len(slow)} slow pair(s) "
                         f"({'; '.join(p.label() for p in pairs)}) and in no fast pair")
-    if ref is not None:
-        evidence.append(f"reference {ref:.2f} GB/s; slow = below {slow_ratio:.0%} of it")
+    if expected:
+        evidence.append(f"reference {ref:.2f} GB/s (expected); slow = below {slow_ratio:.0%} of it")
+    elif ref is not None:
+        evidence.append(f"reference: the median of the other pairs (all pairs: {ref:.2f} GB/s); "
+                        f"slow = below {slow_ratio:.0%} of it")
     evidence += [f"fast: {r.label()}" for r in fast]
     if slow and not fast:  # nobody was cleared: one node cannot be told from the fabric
         culprits, ambiguous = [], False

@@ -9,6 +9,8 @@ from typing import Any
 from cockpit.errors import UsageError
 from cockpit.plugins.api import ConfigKey
 
+from cockpit_nccl.pairs import DEFAULT_SLOW_RATIO
+
 CONFIG: dict[str, ConfigKey] = {
     "expected_busbw": ConfigKey(dict, {}, "Expected all_reduce busbw (GB/s) of multi-node runs per "
                                 "partition; key '*' applies to any partition, e.g. {gpu = 370.0}"),
@@ -21,7 +23,8 @@ CONFIG: dict[str, ConfigKey] = {
     "history_file": ConfigKey(str, "", "JSON Lines history; empty = $XDG_DATA_HOME/cockpit/nccl-history.jsonl"),
     "history_window": ConfigKey(int, 20, "Baseline = median busbw of this many previous runs"),
     "history_min_runs": ConfigKey(int, 3, "Previous runs needed before a baseline is used"),
-    "pair_slow_ratio": ConfigKey(float, 0.80, "Pair mode: a pair is slow below this x the reference"),
+    "pair_slow_ratio": ConfigKey(float, DEFAULT_SLOW_RATIO, "Pair mode: a pair is slow below this x the "
+                                 "median busbw of the other pairs (or x the expected busbw)"),
     "engine": ConfigKey(str, "nccl-tests", "nccl-tests or torch"),
     "binary": ConfigKey(str, "all_reduce_perf", "nccl-tests binary (path, or name in the image)"),
     "container_image": ConfigKey(str, "", "pyxis --container-image for nccl-tests; empty = none"),
