@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import time
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Callable, Mapping, Sequence, TypeVar
+from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 
 import pytest
 
@@ -188,3 +190,82 @@ def ssh_argv(env: Mapping[str, str], host: str, *command: str, user: str | None 
     if user:
         argv += ["-l", user]
     return argv + [host, "--"] + [shlex.quote(word) for word in command]
+
+
+# --- A slow link to one node (tests/cluster/slowlink: tc htb + u32 on dev lo) -------------
+
+SLOWLINK = Path(__file__).resolve().parent / "cluster" / "slowlink"
+
+
+class SlowLinkError(RuntimeError):
+    """tests/cluster/slowlink failed; the message carries its (tc's) error text."""
+
+
+def node_addr(env: Mapping[str, str], node: str) -> str:
+    """The loopback address of a test-cluster node: nodeNN -> $COCKPIT_TEST_NODE_NET.NN."""
+    net = env.get("COCKPIT_TEST_NODE_NET", "127.0.10")
+    return f"{net}.{int(node.removeprefix('node'))}"
+
+
+def node_slurmd_pid(env: Mapping[str, str], node: str) -> int:
+    """The pid of the node's slurmd (from up's pid file). Raises OSError when it is missing."""
+    run_dir = Path(env.get("COCKPIT_TEST_CLUSTER_RUN", str(RUN_DIR)))
+    return int((run_dir / "pids" / f"{node}.slurmd.pid").read_text().split()[0])
+
+
+def _slowlink(*args: str) -> subprocess.CompletedProcess[str]:
+    if not shutil.which("tc"):
+        raise SlowLinkError("tc not found: install iproute2 (tests/run does)")
+    try:
+        res = subprocess.run([str(SLOWLINK), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SlowLinkError(f"slowlink {' '.join(args)}: {exc}") from exc
+    if res.returncode != 0:
+        raise SlowLinkError(f"slowlink {' '.join(args)} failed (rc {res.returncode}): "
+                            f"{(res.stderr + res.stdout).strip()}")
+    return res
+
+
+def slowlink_on(addr: str, rate: str, pids: Sequence[int] = ()) -> None:
+    """Rate-limit all loopback traffic from and to ADDR (127.0.0.0/8 only) to RATE, e.g. 80mbit,
+    and everything that PIDS and their later children send on lo (see tests/cluster/slowlink:
+    unbound client sockets leave from 127.0.0.1, so the address alone misses them).
+
+    Raises SlowLinkError with tc's error text when it cannot (not root, no htb, a root qdisc
+    on lo that is not ours). Pair every call with slowlink_off(), or use slow_link().
+    """
+    _slowlink("on", addr, rate, *(str(p) for p in pids))
+
+
+def slowlink_off() -> None:
+    """Remove the slow link (only what slowlink added). Raises SlowLinkError on failure."""
+    _slowlink("off")
+
+
+def slowlink_status() -> str:
+    """'on', 'off' or 'foreign' (someone else's root qdisc on lo), then the tc rules and counters."""
+    return _slowlink("status").stdout
+
+
+def slow_class_bytes() -> int:
+    """Bytes sent through the slow class so far (0 when the slow link is off)."""
+    text = slowlink_status()
+    m = re.search(r"class htb 1c0c:30 .*?\n\s*Sent (\d+) bytes", text)
+    return int(m.group(1)) if m else 0
+
+
+@contextmanager
+def slow_link(addr: str, rate: str, pids: Sequence[int] = ()) -> Iterator[str]:
+    """Context manager: the slow link on ADDR (and PIDS) at RATE for the block, always removed
+    after it (also when the block fails). Yields ADDR."""
+    slowlink_on(addr, rate, pids)
+    try:
+        yield addr
+    finally:
+        slowlink_off()
+
+
+def slow_node(env: Mapping[str, str], node: str, rate: str) -> AbstractContextManager[str]:
+    """slow_link for a whole test-cluster node, like a slow NIC: its address, and its slurmd
+    (so every job task started there afterwards). Raises SlowLinkError / OSError."""
+    return slow_link(node_addr(env, node), rate, [node_slurmd_pid(env, node)])
