@@ -10,7 +10,7 @@ real records also carry job_resources, ~20 KB a job) and writes squeue/scontrol
 outputs to files; fake ``squeue``/``sinfo``/``scontrol`` scripts cat them. The
 app runs headless (App.run_test) on SlurmCliBackend + LocalRunner, so it reads
 the output through a subprocess pipe and parses it in the parse worker process
-(cockpit.core.parseproc), exactly as against a live cluster. Prints figures;
+(cockpit.backends.parseproc), exactly as against a live cluster. Prints figures;
 asserts nothing.
 
 Figures: time to first screen (first job rows drawn) and to the full load; the
@@ -283,7 +283,7 @@ VIEW_KEYS = {"jobs": "5", "gpus": "3", "nodes": "2"}
 
 async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind: str = "jobs",
                        n_nodes: int = 0) -> dict:
-    from cockpit.backends.local import LocalRunner
+    from cockpit.runner import LocalRunner
     from cockpit.backends.slurm_cli import SlurmCliBackend
     from cockpit.tui.app import CockpitApp
     from cockpit.tui.widgets import views, vtable

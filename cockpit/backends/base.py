@@ -1,57 +1,24 @@
-"""Protocols every data source implements, and the Runner seam.
+"""Protocols every data source implements.
 
 A Backend answers "what does the cluster look like now"; optional
 capabilities (JobAdmin, NodeAdmin) are separate Protocols so the UI offers
 an action only where the backend can do it.
 
-Nothing above a Runner may assume a local process: the CLI backend runs its
-commands through a Runner, which is a local subprocess today and an SSH
-channel later.
+The Runner seam (argv in, CommandResult out) lives in :mod:`cockpit.runner`:
+the CLI backend runs its commands through one, a local subprocess or an SSH
+channel. Each backend also brings what acts and probes for it
+(``action_executor``, ``probe_runner``): nothing falls back to the local machine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 
 # The resource kinds a backend fetches; the poller refreshes each on its own interval.
 RESOURCE_KINDS = ("nodes", "jobs", "partitions", "topology")
-
-
-@dataclass(frozen=True, slots=True)
-class CommandResult:
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-    duration: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
-
-    def text(self) -> str:
-        return self.stdout.decode("utf-8", "replace")
-
-    def err_text(self) -> str:
-        return self.stderr.decode("utf-8", "replace")
-
-
-@runtime_checkable
-class Runner(Protocol):
-    """Runs one program given as an argv list (never a shell string)."""
-
-    description: str
-
-    async def run(
-        self, argv: Sequence[str], *, timeout: float | None = None, stdin: bytes | None = None
-    ) -> CommandResult:
-        """Run argv; raise CommandNotFound / CommandTimeout. A non-zero exit is
-        returned, not raised: callers decide whether it is an error."""
-        ...
 
 
 @runtime_checkable
@@ -78,3 +45,10 @@ class Backend(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    # What acts and probes for this backend: ``action_executor(config)`` runs the
+    # gate's steps (None, with ``cannot_act`` saying why, where it cannot act);
+    # ``probe_runner(config)`` runs read-only commands on its nodes.
+    def action_executor(self, config: object) -> object | None: ...
+
+    def probe_runner(self, config: object) -> object: ...

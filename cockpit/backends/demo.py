@@ -31,6 +31,8 @@ class DemoBackend:
 
     name = "demo"
     description = "demo (simulated cluster)"
+    simulated = True
+    cannot_act = ""
 
     def __init__(
         self,
@@ -46,6 +48,17 @@ class DemoBackend:
         self.operator = operator  # the user name actions are recorded under
         self._sc = scenario.build(seed, int(self.clock()), nodes, gpus_per_node)
         self._sim = self._sc.sim
+
+    # -- what acts and probes for the demo: the simulated cluster, never this machine --
+    def action_executor(self, config: object = None):
+        from cockpit.backends._demo.executor import DemoExecutor
+
+        return DemoExecutor(self)
+
+    def probe_runner(self, config: object = None):
+        from cockpit.backends._demo.probes import DemoProbes
+
+        return DemoProbes(self)
 
     # -- facts about the scenario (for tests, runbooks and the tour) ----------
     @property

@@ -316,13 +316,32 @@ class PyslurmBackend:
             lambda m: tuple(partition_from_pyslurm(p) for p in m.Partitions.load().values()), "partitions"
         )
 
-    async def fetch_topology(self) -> Topology:
+    def _cli_backend(self) -> Any:
+        # pyslurm talks to the Slurm of this machine, so its Slurm commands are local too.
         if self._cli is None:
-            from cockpit.backends.local import LocalRunner
             from cockpit.backends.slurm_cli import SlurmCliBackend
+            from cockpit.runner import LocalRunner
 
             self._cli = SlurmCliBackend(LocalRunner())
-        return await self._cli.fetch_topology()
+        return self._cli
+
+    async def fetch_topology(self) -> Topology:
+        return await self._cli_backend().fetch_topology()
+
+    cannot_act = ""
+
+    def action_executor(self, config: Any) -> Any:
+        """Actions run as Slurm commands on this machine (the cluster pyslurm reads)."""
+        return self._cli_backend().action_executor(config)
+
+    def probe_runner(self, config: Any) -> Any:
+        return self._cli_backend().probe_runner(config)
+
+    async def job_state(self, job_id: int | str) -> tuple[str, str]:
+        return await self._cli_backend().job_state(job_id)
+
+    async def job_excluded_nodes(self, job_id: int | str) -> str:
+        return await self._cli_backend().job_excluded_nodes(job_id)
 
     async def snapshot(self) -> ClusterSnapshot:
         """Everything at once; a failing part goes into ``errors``. Raises

@@ -11,6 +11,7 @@ from cockpit.errors import UsageError
 
 class ReplayBackend(SlurmCliBackend):
     name = "replay"
+    cannot_act = "a replay of recorded outputs cannot act on a cluster"
 
     def __init__(self, directory: str) -> None:
         super().__init__(runner=None)

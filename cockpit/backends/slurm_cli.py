@@ -14,7 +14,7 @@ Each fetch is one controller RPC per resource kind. The raw outputs go through
 ``on_output`` so ``cockpit record`` can save exactly what was read.
 
 Big outputs (100k jobs are >100 MB of JSON) are parsed in a worker process
-(:mod:`cockpit.core.parseproc`) that answers with deltas, so the UI process
+(:mod:`cockpit.backends.parseproc`) that answers with deltas, so the UI process
 neither holds the GIL for seconds nor rebuilds unchanged jobs; once an output
 was big and the Runner is local, the worker runs that command itself. Small
 outputs are parsed here, as before; unchanged text outputs (partitions,
@@ -34,10 +34,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from cockpit.backends import slurm_json, slurm_text
-from cockpit.backends.base import CommandResult
+from cockpit.runner import CommandResult
 from cockpit.backends.slurm_delta import store_for
 from cockpit.backends.slurm_json_common import slurm_errors
-from cockpit.core.parseproc import ParseWorker, WorkerFailed
+from cockpit.backends.parseproc import ParseWorker, WorkerFailed
 from cockpit.errors import BackendError, CommandFailed, ParseError
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 
@@ -103,6 +103,73 @@ class SlurmCliBackend:
         self._sizes: dict[str, int] = {}
         self._parsed_text: dict[str, tuple[Any, Any]] = {}  # key -> (output, parsed)
         self._nodes_first: asyncio.Event | None = None  # set once a first nodes load ended
+
+    # -- what acts and probes for this backend ---------------------------------
+    cannot_act = ""
+
+    def action_executor(self, config: Any) -> Any:
+        """The gate's executor: the Slurm commands through this backend's Runner."""
+        if self.runner is None:
+            return None
+        from cockpit.backends.slurm_exec import SlurmExecutor
+
+        return SlurmExecutor(self.runner, bin_dir=self.bin_dir)
+
+    def probe_runner(self, config: Any) -> Any:
+        """Read-only probes: SSH to the nodes ([ssh] settings), srun, or this Runner."""
+        from cockpit.remote.probes import NodeProbeRunner, NoProbes
+
+        if self.runner is None:
+            return NoProbes(f"{self.name} has no nodes to ask")
+        from cockpit.config import Config
+        from cockpit.remote.settings import node_settings
+
+        return NodeProbeRunner(node_settings(config or Config()), self.runner, self.bin_dir)
+
+    async def job_state(self, job_id: int | str) -> tuple[str, str]:
+        """(state, reason) of one job from squeue; ("GONE", "") once Slurm forgot it.
+
+        Raises CommandFailed for squeue's other errors."""
+        if self.runner is None:
+            raise BackendError(f"{self.name} cannot ask Slurm about job {job_id}")
+        argv = [self._prog("squeue"), "-h", "-j", str(job_id), "--states=all", "-o", "%T|%r"]
+        res = await self.runner.run(argv, timeout=self.timeout)
+        text = res.text().strip()
+        if not res.ok:
+            if "Invalid job id" in res.err_text():
+                return "GONE", ""
+            raise CommandFailed(argv, res.returncode, res.err_text())
+        if not text:
+            return "GONE", ""
+        state, _, reason = text.splitlines()[0].partition("|")
+        return state.strip(), reason.strip()
+
+    async def job_excluded_nodes(self, job_id: int | str) -> str:
+        """The job's own ExcNodeList from ``squeue --json`` (``excluded_nodes`` in every
+        version; JSON, so a job name cannot imitate the field). Raises CockpitError when
+        it cannot be read."""
+        import json
+
+        if self.runner is None:
+            return ""
+        argv = [self._prog("squeue"), "--all", "--json", "--jobs", str(job_id)]
+        res = await self.runner.run(argv, timeout=max(self.timeout, 60))
+        if res.returncode != 0:
+            raise CommandFailed(argv, res.returncode, res.err_text())
+        try:
+            records = json.loads(res.stdout).get("jobs") or []
+        except (ValueError, AttributeError):
+            raise ParseError("squeue --json", "cannot read the job's ExcNodeList: not JSON") from None
+        for rec in records:
+            if isinstance(rec, dict) and str(rec.get("job_id")) == str(job_id):
+                value = rec.get("excluded_nodes")
+                return value if isinstance(value, str) else ""
+        return ""
+
+    def _prog(self, name: str) -> str:
+        import os
+
+        return os.path.join(self.bin_dir, name) if self.bin_dir else name
 
     # -- plumbing -----------------------------------------------------------
     def _argv(self, key: str) -> list[str]:

@@ -4,7 +4,7 @@ At 100k jobs ``squeue --json`` is >100 MB and parsing it costs ~5 s of CPU, yet
 only ~1% of the jobs change between two refreshes. A differ keeps what it saw
 last and turns a new output into a :class:`Delta` (added/changed objects and
 removed keys), so only the changes cross to the UI process and only they are
-re-rendered. ``cockpit.core.parseproc`` runs the differs in a worker process;
+re-rendered. ``cockpit.backends.parseproc`` runs the differs in a worker process;
 tests run them in-process.
 
 Jobs are compared twice, cheaply first: each job record's raw JSON bytes are

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from cockpit.errors import CHECK_UNKNOWN, CockpitError
+from cockpit.errors import CHECK_UNKNOWN, EXIT_USAGE, CockpitError
 
 
 def register(sub) -> None:
@@ -23,6 +23,8 @@ def register(sub) -> None:
     for plugin, chk in loaded.all_checks():
         cp = checks.add_parser(chk.name, help=chk.description, description=chk.description)
         cp.add_argument("--json", action="store_true", help="print the result as JSON")
+        cp.add_argument("-y", "--yes", action="store_true",
+                        help="do what the check must do to the cluster (submit its jobs); without: show it, exit 2")
         try:
             chk.add_arguments(cp)
         except Exception as exc:  # a plugin's bad flags must not break the CLI
@@ -42,28 +44,24 @@ async def run_list(args, session) -> int:
     return 0
 
 
-def make_context(session, plugin, progress=None):
-    """The CheckContext a plugin gets: backend, runner, actions, its own config."""
-    from cockpit.config import plugin_config
-    from cockpit.plugins.api import CheckContext
+def _print_plan(check: str, exc, as_json: bool) -> None:
+    """What the check would have done, for a run without --yes (nothing ran)."""
+    from cockpit.core.text import sanitize
 
-    actions = None
-    try:
-        from cockpit.core.actions import actions_for_session
-
-        actions = actions_for_session(session)
-    except ImportError:  # the actions layer is optional for read-only checks
-        actions = None
-    ctx = CheckContext(
-        backend=session.backend,
-        config=plugin_config(session.config, plugin),
-        runner=session.runner,
-        actions=actions,
-        read_only=session.read_only,
-    )
-    if progress is not None:
-        ctx.progress = progress
-    return ctx
+    plan = exc.plan
+    if as_json:
+        json.dump({"check": check, "status": "NOT_CONFIRMED", "exit_code": EXIT_USAGE,
+                   "summary": str(exc), "plan": plan.to_dict()}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(f"{check}: would run ({plan.spec.title.lower()} on {', '.join(plan.targets)}):")
+        for line in plan.describe():
+            print(f"  {sanitize(line)}")
+        for script in plan.scripts():
+            print("  script:")
+            for line in script.splitlines():
+                print(f"    {sanitize(line)}")
+    print(f"cockpit: nothing done: add --yes to {plan.spec.title.lower()}", file=sys.stderr)
 
 
 def _print_text(result) -> None:
@@ -81,9 +79,28 @@ def _print_text(result) -> None:
 async def run_check(args, session) -> int:
     for warning in getattr(args, "plugin_warnings", []):
         print(f"cockpit: warning: {warning}", file=sys.stderr)
-    ctx = make_context(session, args.plugin, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    from cockpit.plugins.host import session_context
+
+    try:
+        ctx = session_context(session, args.plugin, yes=bool(getattr(args, "yes", False)),
+                              progress=lambda m: print(m, file=sys.stderr, flush=True))
+    except CockpitError as exc:
+        print(f"cockpit: {exc}", file=sys.stderr)
+        return CHECK_UNKNOWN
+    try:
+        return await _run_and_print(args, ctx)
+    finally:
+        await ctx.probes.close()
+
+
+async def _run_and_print(args, ctx) -> int:
+    from cockpit.core.actions import ConfirmationNeeded
+
     try:
         result = await args.check.run(ctx, args)
+    except ConfirmationNeeded as exc:
+        _print_plan(args.check.name, exc, bool(getattr(args, "json", False)))
+        return EXIT_USAGE
     except CockpitError as exc:
         print(f"cockpit: {exc}", file=sys.stderr)
         if getattr(args, "json", False):

@@ -77,20 +77,19 @@ async def run_action(args: argparse.Namespace, session: Any, name: str, targets:
     """Plan, gate (read-only, --yes), execute and report one action.
 
     Raises UsageError/ReadOnlyError/ConfigError (exit 2 through cli.py)."""
-    from cockpit.core.actions import Params, actions_from_session, build_plan
+    from cockpit.core.actions import ConfirmationNeeded, Params, actions_from_session, build_plan
 
     plan = build_plan(name, targets, Params(**params))
     read_only = bool(getattr(args, "read_only", False)) or bool(session.read_only)
-    actions = actions_from_session(session)
+    actions = actions_from_session(session, yes=args.yes)
     actions.read_only = read_only
-    if not args.dry_run:
-        actions.refuse_if_read_only(name, plan.targets)
-        if not args.yes:
-            _print_plan(plan, as_json=args.json, confirmed=False)
-            print(f"cockpit: nothing done: add --yes to {name} {len(plan.targets)} "
-                  f"{plan.spec.kind}(s), or --dry-run to only show it", file=sys.stderr)
-            return EXIT_USAGE
-    outcome = await actions.execute(plan, dry_run=args.dry_run)
+    try:
+        outcome = await actions.execute(plan, dry_run=args.dry_run)
+    except ConfirmationNeeded:
+        _print_plan(plan, as_json=args.json, confirmed=False)
+        print(f"cockpit: nothing done: add --yes to {name} {len(plan.targets)} "
+              f"{plan.spec.kind}(s), or --dry-run to only show it", file=sys.stderr)
+        return EXIT_USAGE
     print_outcome(outcome, args.json)
     return outcome.exit_code
 

@@ -62,21 +62,15 @@ async def run_list(args, session) -> int:
 
 
 def build_context(session, args, progress):
-    """CheckContext with the actions layer and an SSH pool for the job's nodes."""
-    from cockpit.commands.exec import fanout_settings
+    """The runbooks' CheckContext: the gate (``--yes`` confirms), the backend's probes."""
     from cockpit.config import plugin_config
-    from cockpit.core.actions import actions_from_session
-    from cockpit.plugins.api import CheckContext
-    from cockpit.remote.pool import SshPool
+    from cockpit.plugins.host import session_context
     from cockpit_runbooks import plugin
 
     config = plugin_config(session.config, plugin)
     if args.stale_after is not None:
         config["stale_after_s"] = args.stale_after
-    pool = SshPool(fanout_settings(session, args)) if session.runner is not None else None
-    return CheckContext(backend=session.backend, config=config, runner=session.runner,
-                        actions=actions_from_session(session), fanout=pool,
-                        read_only=session.read_only, progress=progress)
+    return session_context(session, plugin, yes=bool(args.yes), progress=progress, config=config)
 
 
 def _print_text(report) -> None:
@@ -124,8 +118,7 @@ async def run_runbook(args, session) -> int:
     try:
         report = await run(book, rc, mode)
     finally:
-        if ctx.fanout is not None:
-            await ctx.fanout.close()
+        await ctx.probes.close()
     if args.json:
         json.dump(report.to_dict(), sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")

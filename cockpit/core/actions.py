@@ -1,15 +1,18 @@
-"""Every operator action on jobs and nodes, in one place.
+"""The one gate every state change passes: plan, confirm, audit, execute, read back.
 
-An action is described once (:data:`ACTIONS`): its name, whether it is
-dangerous, what it acts on, and how the exact argv for one target is built.
-:class:`Actions` turns a request into a :class:`Plan` (one argv per target,
-validated), then executes it through an executor (Slurm commands through a
-Runner, local or SSH, or the demo cluster), refusing in read-only mode and
-appending one audit line per target. The TUI's confirmation dialog and the
-headless ``--yes`` gate both show ``Plan.steps`` before anything runs.
+The actions themselves are catalogued in :mod:`cockpit.models.actions` (name,
+whether it is dangerous, how the exact argv for one target is built).
+:func:`build_plan` turns a request into a :class:`Plan` (one argv per target,
+validated); :class:`Actions` executes a plan through the backend's executor
+(Slurm commands through a Runner, local or SSH, or the demo cluster):
 
-Values from the user or the cluster are passed as single argv elements
-(``Reason=`` + the reason exactly as typed): no shell ever sees them.
+1. refused, and the refusal audited, in read-only mode;
+2. refused when the audit log cannot be written (nothing unaudited runs);
+3. confirmed by the session's policy: the TUI's dialog showing the argv,
+   ``--yes`` headless (without it :class:`ConfirmationNeeded` carries the plan
+   back to be printed, exit 2), or the caller's own dialog (``confirmed=True``);
+4. executed step by step, one audit line per step with Slurm's own words;
+5. read back by the executor (a target not in the promised state is a failure).
 
 Reasons: a drain/down/reboot reason is either free text, used exactly as
 typed, or a template label optionally followed by ``": " + detail``
@@ -21,26 +24,25 @@ records who set it and when, and the audit log records that cockpit did it.
 from __future__ import annotations
 
 import re
+import shlex
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cockpit.errors import EXIT_FAILED, EXIT_OK, ConfigError, ReadOnlyError, UsageError
+from cockpit.errors import EXIT_FAILED, EXIT_OK, BackendError, CockpitError, ReadOnlyError, UsageError
 from cockpit.hostlist import expand
-
-# Templates for the common reasons an operator drains a node (key -> label).
-REASON_TEMPLATES: dict[str, str] = {
-    "xid79": "Xid 79: GPU fallen off the bus",
-    "xid": "GPU Xid error",
-    "ecc": "ECC: uncorrectable GPU memory errors",
-    "thermal": "thermal: GPU or node overheating",
-    "ib": "IB link: InfiniBand port down or degraded",
-    "pcie": "PCIe: link degraded",
-    "maint": "maintenance",
-}
-
-SIGNALS = ("USR1", "USR2", "TERM", "KILL", "INT", "HUP", "CONT", "STOP", "QUIT", "ABRT")
+from cockpit.models.actions import (
+    ACTIONS,
+    JOB_ACTIONS,
+    NODE_ACTIONS,
+    REASON_TEMPLATES,
+    SIGNALS,
+    ActionSpec,
+    Params,
+    Step,
+    TargetResult,
+)
 
 # Job ids Slurm accepts from an operator: 123, array task 123_4, het component 123+1.
 _JOB_ID = re.compile(r"\d{1,10}(_\d{1,10})?(\+\d{1,4})?", re.ASCII)  # ASCII: "٣" is a \d too
@@ -49,97 +51,8 @@ _TIME = re.compile(r"[+-]?(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\
 # A node name may hold anything Slurm would reject itself, but not what would change
 # the meaning of the argv: an option (leading '-'), a keyword (key=value) or blanks.
 _BAD_NODE_CHARS = re.compile(r"[=\s\x00-\x1f\x7f]")
-
-
-@dataclass(frozen=True, slots=True)
-class Params:
-    """Everything an action may take besides its targets."""
-
-    reason: str | None = None  # drain / down / reboot
-    signal: str | None = None  # signal
-    full: bool = False  # signal: also the batch shell and its children (scancel --full)
-    batch: bool = False  # signal: only the batch shell (scancel --batch)
-    time_limit: str | None = None  # timelimit, Slurm's own syntax
-    nice: int | None = None  # nice
-    nextstate: str = "resume"  # reboot: resume or down
-
-    def to_dict(self) -> dict[str, Any]:
-        """The values that differ from the defaults (0 and "" included when given)."""
-        default = Params()
-        return {k: getattr(self, k) for k in self.__slots__ if getattr(self, k) != getattr(default, k)}
-
-
-@dataclass(frozen=True)
-class ActionSpec:
-    """One action: how to build its argv for a target, and what it needs."""
-
-    name: str
-    kind: str  # "job" or "node"
-    title: str  # shown in dialogs and help
-    build: Callable[[str, Params], list[str]]
-    dangerous: bool = True
-    needs_reason: bool = False
-    demo_method: str = ""  # method of the demo backend doing the same thing
-
-
-# scancel exits 0 and prints nothing for an unknown or finished job unless it is
-# verbose (seen on 22.05): --verbose makes Slurm say why, in its own words.
-def _scancel(job: str, _p: Params) -> list[str]:
-    return ["scancel", "--verbose", "--", job]
-
-
-def _scancel_signal(job: str, p: Params) -> list[str]:
-    argv = ["scancel", "--verbose", f"--signal={p.signal}"]
-    if p.full:
-        argv.append("--full")
-    if p.batch:
-        argv.append("--batch")
-    return [*argv, "--", job]
-
-
-def _node_update(state: str, with_reason: bool):
-    def build(node: str, p: Params) -> list[str]:
-        argv = ["scontrol", "update", f"NodeName={node}", f"State={state}"]
-        return [*argv, f"Reason={p.reason}"] if with_reason else argv
-
-    return build
-
-
-def _job_cmd(*words: str):
-    return lambda job, _p: ["scontrol", *words, job]
-
-
-_SPECS = (
-    ActionSpec("cancel", "job", "Cancel job", _scancel, demo_method="cancel_job"),
-    ActionSpec("signal", "job", "Send a signal to job", _scancel_signal, demo_method="signal_job"),
-    ActionSpec("requeue", "job", "Requeue job", _job_cmd("requeue"), demo_method="requeue_job"),
-    ActionSpec("requeuehold", "job", "Requeue and hold job", _job_cmd("requeuehold"), demo_method="requeue_hold_job"),
-    ActionSpec("hold", "job", "Hold job", _job_cmd("hold"), demo_method="hold_job"),
-    ActionSpec("release", "job", "Release job", _job_cmd("release"), dangerous=False, demo_method="release_job"),
-    ActionSpec(
-        "timelimit", "job", "Change time limit",
-        lambda j, p: ["scontrol", "update", f"JobId={j}", f"TimeLimit={p.time_limit}"],
-        demo_method="set_time_limit",
-    ),
-    ActionSpec("top", "job", "Move job to the top of its user's queue", _job_cmd("top"), dangerous=False, demo_method="top_job"),
-    ActionSpec(
-        "nice", "job", "Change job nice value",
-        lambda j, p: ["scontrol", "update", f"JobId={j}", f"Nice={p.nice}"],
-        dangerous=False, demo_method="nice_job",
-    ),
-    ActionSpec("drain", "node", "Drain node", _node_update("DRAIN", True), needs_reason=True, demo_method="drain_node"),
-    ActionSpec("resume", "node", "Resume node", _node_update("RESUME", False), demo_method="resume_node"),
-    ActionSpec("down", "node", "Set node down", _node_update("DOWN", True), needs_reason=True, demo_method="set_node_down"),
-    ActionSpec(
-        "reboot", "node", "Reboot node when idle (ASAP)",
-        lambda n, p: ["scontrol", "reboot", "ASAP", f"nextstate={p.nextstate}", f"reason={p.reason}", n],
-        needs_reason=True, demo_method="reboot_node",
-    ),
-    ActionSpec("undrain", "node", "Undrain node", _node_update("UNDRAIN", False), demo_method="undrain_node"),
-)
-ACTIONS: dict[str, ActionSpec] = {s.name: s for s in _SPECS}
-JOB_ACTIONS = tuple(s.name for s in _SPECS if s.kind == "job")
-NODE_ACTIONS = tuple(s.name for s in _SPECS if s.kind == "node")
+# The programs a plugin's multi-step plan may run (Slurm's admin commands).
+_CUSTOM_PROGRAMS = frozenset({"scontrol", "scancel"})
 
 
 def make_reason(template: str | None, detail: str | None) -> str | None:
@@ -154,15 +67,9 @@ def make_reason(template: str | None, detail: str | None) -> str | None:
     return f"{label}: {detail}" if detail and detail.strip() else label
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    target: str
-    argv: tuple[str, ...]
-
-
 @dataclass(frozen=True)
 class Plan:
-    """What will run: one argv per target, shown before anything runs."""
+    """What will run: one argv per step, shown before anything runs."""
 
     spec: ActionSpec
     targets: tuple[str, ...]
@@ -170,27 +77,25 @@ class Plan:
     steps: tuple[Step, ...]
 
     def describe(self) -> list[str]:
-        """The argvs as lines a person can read (shell-quoted for display only)."""
-        import shlex
+        """The argvs as lines a person can read (shell-quoted for display only);
+        a step that feeds a script on stdin says so (see :meth:`scripts`)."""
+        out = []
+        for s in self.steps:
+            line = shlex.join(s.argv)
+            if s.stdin is not None:
+                line += f"  < script on stdin ({len(s.stdin.splitlines())} lines)"
+            out.append(line)
+        return out
 
-        return [shlex.join(s.argv) for s in self.steps]
-
-
-@dataclass(frozen=True, slots=True)
-class TargetResult:
-    target: str
-    argv: tuple[str, ...]
-    status: str  # "done", "failed", "dry-run"
-    detail: str = ""  # Slurm's own words (stderr verbatim) or why it failed
-    returncode: int | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status in ("done", "dry-run")
+    def scripts(self) -> list[str]:
+        """The scripts handed to a step on stdin, exactly as they will be sent."""
+        return [s.stdin for s in self.steps if s.stdin is not None]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "argv": list(self.argv), "status": self.status,
-                "ok": self.ok, "returncode": self.returncode, "detail": self.detail}
+        return {"action": self.spec.name, "title": self.spec.title, "kind": self.spec.kind,
+                "targets": list(self.targets), "params": self.params.to_dict(),
+                "would_run": [list(s.argv) for s in self.steps],
+                **({"scripts": self.scripts()} if self.scripts() else {})}
 
 
 @dataclass(frozen=True)
@@ -217,6 +122,18 @@ class Outcome:
                 "invocation": self.invocation, "dry_run": self.dry_run, "ok": self.ok,
                 "params": self.plan.params.to_dict(),
                 "results": [r.to_dict() for r in self.results]}
+
+
+class ConfirmationNeeded(CockpitError):
+    """Headless without ``--yes``: the plan is shown and nothing ran (exit 2)."""
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__(f"{plan.spec.title.lower()}: not confirmed (run again with --yes); nothing ran")
+        self.plan = plan
+
+
+class Declined(CockpitError):
+    """The operator answered "no" in the confirmation dialog."""
 
 
 def check_job_id(job: str) -> str:
@@ -268,8 +185,8 @@ def build_plan(name: str, targets: Sequence[str], params: Params | None = None) 
     Node targets may be hostlists (expanded); job targets must be job ids.
     Raises UsageError naming the bad action, target or value."""
     spec = ACTIONS.get(name)
-    if spec is None:
-        raise UsageError(f"unknown action {name!r} (known: {', '.join(ACTIONS)})")
+    if spec is None or spec.kind == "batch":
+        raise UsageError(f"unknown action {name!r} (known: {', '.join(JOB_ACTIONS + NODE_ACTIONS)})")
     p = _check_params(spec, params or Params())
     if spec.kind == "node":
         names = expand_nodes(targets)
@@ -281,47 +198,120 @@ def build_plan(name: str, targets: Sequence[str], params: Params | None = None) 
     return Plan(spec, names, p, steps)
 
 
+def _plain(what: str, value: str) -> str:
+    if not value or re.search(r"[\x00-\x1f\x7f]", value):
+        raise UsageError(f"bad {what} {value!r}")
+    return value
+
+
+def build_submit_plan(script: str, where: str, output_dir: str | None = None) -> Plan:
+    """``sbatch --parsable`` with ``script`` on stdin, after ``mkdir -p output_dir``.
+
+    ``where`` (a hostlist or "partition gpu") is the plan's target in dialogs and
+    the audit log. Raises UsageError for a script without ``#!`` or a bad value."""
+    if not script.startswith("#!"):
+        raise UsageError("a batch script must start with #! (sbatch refuses it otherwise)")
+    spec = ACTIONS["submit"]
+    target = _plain("target", where)
+    steps = [Step(target, ("mkdir", "-p", "--", _plain("output directory", output_dir)))] if output_dir else []
+    steps.append(Step(target, tuple(spec.build(target, Params())), stdin=script))
+    return Plan(spec, (target,), Params(), tuple(steps))
+
+
+def build_custom_plan(name: str, title: str, target: str, steps: Sequence[Sequence[str]],
+                      kind: str = "job") -> Plan:
+    """A plugin's multi-step action on one target (e.g. requeuehold, ExcNodeList, release).
+
+    Only Slurm's admin commands (scontrol, scancel) may appear; every element is
+    one argv element. Raises UsageError otherwise."""
+    if kind not in ("job", "node"):
+        raise UsageError(f"bad action kind {kind!r}")
+    target = check_job_id(target) if kind == "job" else expand_nodes([target])[0]
+    out = []
+    for argv in steps:
+        words = tuple(str(a) for a in argv)
+        if not words or words[0] not in _CUSTOM_PROGRAMS:
+            raise UsageError(f"{name}: a plugin's plan may run {', '.join(sorted(_CUSTOM_PROGRAMS))} only, not {words[:1]}")
+        out.append(Step(target, words))
+    spec = ActionSpec(name, kind, title, lambda _t, _p: [], dangerous=True)
+    return Plan(spec, (target,), Params(), tuple(out))
+
+
+Confirm = Callable[[Plan], Awaitable[bool]]
+
+
+def yes_policy(yes: bool) -> Confirm:
+    """Headless confirmation: ``--yes`` says yes; without it the plan is handed back unrun."""
+
+    async def confirm(plan: Plan) -> bool:
+        if not yes:
+            raise ConfirmationNeeded(plan)
+        return True
+
+    return confirm
+
+
 class Actions:
-    """The one gate every action passes: read-only, audit, execution.
+    """The one gate every action passes: read-only, audit, confirmation, execution.
 
-    ``executor`` runs one Step (see cockpit.core.action_exec); ``audit`` is an
-    AuditLog or None (tests of pure planning). Plugins receive this object as
-    ``CheckContext.actions`` and must act only through :meth:`run`."""
+    ``executor`` runs one Step (the backend's: ``action_executor``), or None
+    when the backend cannot act (a replay); ``audit`` is an AuditLog or None
+    (tests of pure planning); ``confirm`` is the session's confirmation policy
+    (None: nothing runs unconfirmed, :class:`ConfirmationNeeded`)."""
 
-    def __init__(self, executor: Any, *, read_only: bool = False, audit: Any = None) -> None:
+    def __init__(self, executor: Any, *, read_only: bool = False, audit: Any = None,
+                 confirm: Confirm | None = None, cannot_act: str = "") -> None:
         self.executor = executor
         self.read_only = read_only
         self.audit = audit
+        self.confirm = confirm
+        self.cannot_act = cannot_act or "this backend cannot act on the cluster"
+
+    @property
+    def description(self) -> str:
+        return getattr(self.executor, "description", "") if self.executor is not None else "none"
 
     def plan(self, name: str, targets: Sequence[str], **params: Any) -> Plan:
         """build_plan with keyword params; raises UsageError."""
         return build_plan(name, targets, Params(**params))
 
     def refuse_if_read_only(self, what: str, targets: Sequence[str] = ()) -> None:
-        """Raise ReadOnlyError (and audit the refusal) in read-only mode.
-
-        Plugins call this before any action of their own that is not in ACTIONS."""
+        """Raise ReadOnlyError (and audit the refusal) in read-only mode."""
         if not self.read_only:
             return
         if self.audit is not None:
             try:
                 self.audit.refusal(what, tuple(targets), "read-only mode")
-            except ConfigError:  # an unwritable log must not turn a refusal into another error
+            except CockpitError:  # an unwritable log must not turn a refusal into another error
                 pass
         raise ReadOnlyError(f"read-only mode: refusing to {what} {', '.join(targets) or ''}".rstrip()
                             + " (unset general.read_only / drop --read-only to act)")
 
-    async def execute(self, plan: Plan, *, dry_run: bool = False) -> Outcome:
-        """Run every step of a confirmed plan; one audit line per target.
+    async def _confirmed(self, plan: Plan) -> None:
+        if self.confirm is None:
+            raise ConfirmationNeeded(plan)
+        if not await self.confirm(plan):
+            raise Declined(f"{plan.spec.title}: declined by the operator, nothing ran")
 
+    async def execute(self, plan: Plan, *, dry_run: bool = False, confirmed: bool = False,
+                      note: str = "") -> Outcome:
+        """Run every step of a plan; one audit line per step.
+
+        ``confirmed``: the caller showed this plan and the operator said yes (the
+        TUI's own dialog, or the submission that a cleanup cancel belongs to).
         Never raises for a target that fails: its result says why. Raises
-        ReadOnlyError in read-only mode (nothing runs), ConfigError when the
-        audit log cannot be written (checked before anything runs)."""
+        ReadOnlyError (nothing runs), ConfigError (the audit log cannot be
+        written, checked before anything runs), BackendError (no executor),
+        ConfirmationNeeded / Declined (not confirmed)."""
         invocation = uuid.uuid4().hex[:12]
         if not dry_run:
             self.refuse_if_read_only(plan.spec.name, plan.targets)
+            if self.executor is None:
+                raise BackendError(f"{plan.spec.title.lower()}: {self.cannot_act}")
         if self.audit is not None:
             self.audit.check_writable()
+        if not dry_run and not confirmed:
+            await self._confirmed(plan)
         results = []
         for step in plan.steps:
             if dry_run:
@@ -330,38 +320,42 @@ class Actions:
                 res = await self.executor.execute(plan.spec, step, plan.params)
             if self.audit is not None:
                 self.audit.record(plan, res, invocation=invocation, dry_run=dry_run,
-                                  executor=getattr(self.executor, "description", ""))
+                                  executor=self.description, stdin=step.stdin, note=note)
             results.append(res)
+            if not res.ok and not dry_run and len(plan.targets) == 1 and len(plan.steps) > 1:
+                break  # a multi-step plan on one target stops at its first failed step
         return Outcome(plan, tuple(results), dry_run, invocation)
 
     async def run(self, name: str, targets: Sequence[str], *, dry_run: bool = False, **params: Any) -> Outcome:
-        """Plan and execute in one call (plugins; the caller has confirmed).
+        """Plan and execute in one call (confirmed by the session's policy).
 
-        Raises UsageError, ReadOnlyError, ConfigError as plan/execute do."""
+        Raises as :meth:`plan` and :meth:`execute` do."""
         return await self.execute(self.plan(name, targets, **params), dry_run=dry_run)
 
 
-def actions_from_session(session: Any) -> Actions:
-    """The Actions object for a Session: Slurm through its Runner, or the demo cluster.
+def actions_for_backend(backend: Any, config: Any, *, read_only: bool, confirm: Confirm | None = None) -> Actions:
+    """The gate for a backend: its own executor (``action_executor``), the audit log of
+    ``config``, the read-only flag and a confirmation policy.
 
     Raises ConfigError when the audit log path is unusable."""
-    from cockpit.core.action_exec import DemoExecutor, SlurmExecutor
     from cockpit.core.audit import AuditLog
 
-    cfg = session.config
-    if session.runner is None:
-        executor: Any = DemoExecutor(session.backend)
-    else:
-        executor = SlurmExecutor(session.runner, bin_dir=cfg.general.slurm_bin_dir)
-    audit = AuditLog.from_config(cfg)
-    return Actions(executor, read_only=bool(session.read_only), audit=audit)
+    make = getattr(backend, "action_executor", None)
+    executor = make(config) if make is not None else None
+    why = getattr(backend, "cannot_act", "") if executor is None else ""
+    return Actions(executor, read_only=bool(read_only), audit=AuditLog.from_config(config),
+                   confirm=confirm, cannot_act=why)
 
 
-# The name cockpit/commands/check.py imports when it builds a plugin's CheckContext.
-actions_for_session = actions_from_session
+def actions_from_session(session: Any, *, yes: bool = False) -> Actions:
+    """The headless gate for a Session: ``--yes`` confirms. Raises ConfigError."""
+    return actions_for_backend(session.backend, session.config, read_only=bool(session.read_only),
+                               confirm=yes_policy(yes))
+
 
 __all__ = [
     "ACTIONS", "JOB_ACTIONS", "NODE_ACTIONS", "REASON_TEMPLATES", "SIGNALS", "ActionSpec", "Actions",
-    "Outcome", "Params", "Plan", "Step", "TargetResult", "actions_for_session", "actions_from_session", "build_plan",
-    "check_job_id", "expand_nodes", "make_reason",
+    "ConfirmationNeeded", "Declined", "Outcome", "Params", "Plan", "Step", "TargetResult",
+    "actions_for_backend", "actions_from_session", "build_custom_plan", "build_plan", "build_submit_plan",
+    "check_job_id", "expand_nodes", "make_reason", "yes_policy",
 ]

@@ -88,8 +88,10 @@ class AuditLog:
             "action": action,
         }
 
-    def record(self, plan: Any, result: Any, *, invocation: str, dry_run: bool, executor: str = "") -> None:
-        """One line for one target of a Plan (see cockpit.core.actions)."""
+    def record(self, plan: Any, result: Any, *, invocation: str, dry_run: bool, executor: str = "",
+               stdin: str | None = None, note: str = "") -> None:
+        """One line for one step of a Plan (see cockpit.core.actions); ``stdin`` is the
+        script a submission sent, ``note`` why cockpit acted by itself (a cleanup)."""
         rec = self._base(plan.spec.name)
         rec.update(
             invocation=invocation,
@@ -105,6 +107,12 @@ class AuditLog:
             error=None if result.ok else result.detail,
             output=result.detail if result.ok and result.detail else None,
         )
+        if getattr(result, "value", ""):
+            rec["value"] = result.value
+        if stdin is not None:
+            rec["stdin"] = stdin
+        if note:
+            rec["note"] = note
         self.append(rec)
 
     def event(self, action: str, targets: tuple[str, ...], result: str, **fields: Any) -> None:

@@ -12,8 +12,12 @@ import asyncio
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+from typing import TYPE_CHECKING, Any
+
 from cockpit.errors import CockpitError
-from cockpit.remote.pool import SshPool
+
+if TYPE_CHECKING:  # anything with run(node, argv): an SshPool, or a context's probes
+    from cockpit.remote.pool import SshPool
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ def make_runner(cfg: Config):
         from cockpit.remote.runner import make_ssh_runner
 
         return make_ssh_runner(cfg, cfg.general.host)
-    from cockpit.backends.local import LocalRunner
+    from cockpit.runner import LocalRunner
 
     return LocalRunner(default_timeout=cfg.general.command_timeout)
 

@@ -1,20 +1,32 @@
-"""The plugin API shared by every plugin (NCCL, layout, runbooks, site plugins).
+"""The plugin facade: the only cockpit module a plugin imports.
 
-A plugin is an object exposed through the ``cockpit.plugins`` entry-point group.
-It contributes:
+A plugin is an object exposed through the ``cockpit.plugins`` entry-point group
+(:class:`Plugin`). It contributes:
 
 * **checks**: named, runnable from the TUI and headless (``cockpit check NAME``),
-  each returning a :class:`CheckResult` with findings and a severity that maps
-  to the monitoring-plugin exit codes 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN;
-* **screens**: import paths (``"pkg.module:ScreenClass"``) that only the TUI
-  imports, so headless paths never import Textual;
-* **commands** for the command palette (title -> screen name or check name);
-* **config keys** under ``[plugins.NAME]``, declared with defaults and docs so
-  config validation can name a bad key.
+  each returning a :class:`CheckResult` whose severity maps to the
+  monitoring-plugin exit codes 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN;
+* **screens** (name -> ``"pkg.module:Class"``, imported only when opened),
+  palette **commands** (title -> screen or check) and app-wide **keys**
+  (:class:`KeySpec`): declarations the TUI registers when it loads the entry
+  point, so headless paths never import Textual;
+* **config keys** under ``[plugins.NAME]`` (:class:`ConfigKey`), so config
+  validation can name a bad key.
 
-Plugins never call Slurm or SSH directly: they get a :class:`CheckContext`
-holding the backend, runners and the actions layer (confirmation, audit,
-read-only), so everything they do is testable and refused in read-only mode.
+What a check may do is exactly what its :class:`CheckContext` offers, each a
+typed capability built by cockpit for the session's backend:
+
+* ``cluster``: read the cluster (nodes, jobs, one job, partitions, topology);
+* ``probes``: run **read-only** commands on nodes (SSH or srun fan-out, or the
+  demo's simulated nodes); a command that would change state is refused;
+* ``jobs``: submit a batch job, follow it, read its output, cancel it: the
+  submission and the cancel are actions of the gate;
+* ``actions``: plan an action and hand the plan to the gate, which shows the
+  exact argv, asks (TUI dialog, or ``--yes`` headless), refuses in read-only
+  mode, audits one line per target and reads the target back.
+
+No capability hands out a Runner, an SSH pool or a subprocess: a plugin has no
+way to change the cluster except through the gate.
 """
 
 from __future__ import annotations
@@ -24,6 +36,44 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Protocol
+
+from cockpit.core.actions import (
+    JOB_ACTIONS,
+    NODE_ACTIONS,
+    ActionSpec,
+    ConfirmationNeeded,
+    Declined,
+    Outcome,
+    Plan,
+    Step,
+    TargetResult,
+    check_job_id,
+    expand_nodes,
+)
+from cockpit.core.audit import read_audit
+from cockpit.core.joblog import JobLogError, path_for, sanitize
+from cockpit.core.jobprocs import JobProcess, node_processes
+from cockpit.errors import (
+    BackendError,
+    CockpitError,
+    CommandFailed,
+    CommandTimeout,
+    ConfigError,
+    ParseError,
+    ReadOnlyError,
+    UsageError,
+)
+from cockpit.hostlist import collapse, expand
+from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, Topology
+from cockpit.models.actions import ProbeOutput
+from cockpit.paths import config_home, data_home
+from cockpit.runner import CommandResult
+from cockpit.telemetry.nvsmi import GpuTelemetry, parse_query_gpu, query_argv
+
+# The catalogued actions a plan may name (see ActionGate.plan).
+ACTION_NAMES: tuple[str, ...] = (*JOB_ACTIONS, *NODE_ACTIONS)
+
+# -------------------------------------------------------------- results
 
 
 class Severity(IntEnum):
@@ -90,16 +140,123 @@ class CheckResult:
         }
 
 
+# -------------------------------------------------------------- capabilities
+
+
+class ClusterReader(Protocol):
+    """What the session's backend says about the cluster (read only)."""
+
+    description: str
+
+    async def nodes(self) -> tuple[Node, ...]: ...
+
+    async def jobs(self) -> tuple[Job, ...]: ...
+
+    async def job(self, job_id: int | str) -> Job | None:
+        """One job by id, or None when Slurm no longer knows it."""
+        ...
+
+    async def job_excluded_nodes(self, job_id: int | str) -> str:
+        """The job's own ExcNodeList (``""`` when none). Raises CockpitError when it cannot be read."""
+        ...
+
+    async def job_state(self, job_id: int | str) -> tuple[str, str]:
+        """(state, reason); ("GONE", "") once the job has left Slurm's memory."""
+        ...
+
+    async def partitions(self) -> tuple[Partition, ...]: ...
+
+    async def topology(self) -> Topology: ...
+
+
+class NodeProbes(Protocol):
+    """Read-only commands on compute nodes and on the Slurm host.
+
+    ``available`` is False where there are no nodes to ask (a replay); then
+    every call answers with ``why_not``. A command that would change state
+    (scancel, scontrol update, nvidia-smi -r, kill ...) raises UsageError before
+    anything runs."""
+
+    description: str
+    available: bool
+    why_not: str
+
+    async def run(self, node: str, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+        """One command on one node. Raises CockpitError when the node cannot be reached."""
+        ...
+
+    async def on_nodes(self, nodes: Sequence[str], argv: Sequence[str], *, via: str = "auto",
+                       timeout: float | None = None) -> dict[str, ProbeOutput]:
+        """The command on each node (``via``: auto, ssh, srun, local); never raises for one node."""
+        ...
+
+    async def on_slurm_host(self, argv: Sequence[str], *, timeout: float | None = None) -> ProbeOutput:
+        """A read-only command where Slurm's commands run (the login node)."""
+        ...
+
+    async def close(self) -> None:
+        """Close connections opened for probes (cockpit calls it, not the plugin)."""
+        ...
+
+
+class ActionGate(Protocol):
+    """The one gate for every state change (see module docstring)."""
+
+    read_only: bool
+    audit_path: str | None
+
+    def plan(self, name: str, targets: Sequence[str], **params: Any) -> Plan:
+        """A plan for a catalogued action. Raises UsageError naming the bad value."""
+        ...
+
+    def refuse_if_read_only(self, what: str, targets: Sequence[str] = ()) -> None:
+        """Raise ReadOnlyError (the refusal audited) before a run of several actions starts."""
+        ...
+
+    def custom_plan(self, name: str, title: str, target: str, steps: Sequence[Sequence[str]],
+                    kind: str = "job") -> Plan:
+        """A plan of several Slurm commands for one target (e.g. requeue excluding a node).
+        Raises UsageError for a step that is not a Slurm admin command."""
+        ...
+
+    async def execute(self, plan: Plan, *, dry_run: bool = False) -> Outcome:
+        """Confirm, audit, run, read back. Raises ReadOnlyError, ConfirmationNeeded, Declined, ConfigError."""
+        ...
+
+
+class SlurmJobs(Protocol):
+    """Batch jobs a plugin submits (NCCL tests, pre-flight checks) and follows."""
+
+    async def submit(self, script: str, *, where: str, output_dir: str | None = None) -> int:
+        """Submit ``script`` through the gate (``mkdir -p output_dir`` first when given);
+        returns the job id. Raises ReadOnlyError, ConfirmationNeeded, Declined, CommandFailed."""
+        ...
+
+    async def state(self, job_id: int) -> tuple[str, str]:
+        """(state, reason); ("GONE", "") once the job has left squeue."""
+        ...
+
+    async def read_output(self, path: str) -> str:
+        """The text of a job's output file. Raises CommandFailed when it cannot be read."""
+        ...
+
+    async def cancel(self, job_id: int, why: str) -> None:
+        """Cancel a job this context submitted (cleanup after a timeout or an abort):
+        through the gate, audited, confirmed by the submission itself. Never raises."""
+        ...
+
+
 @dataclass
 class CheckContext:
     """What a check may use. Built by cockpit (CLI or TUI), never by plugins."""
 
-    backend: Any  # cockpit.backends.base.Backend
+    cluster: ClusterReader
+    probes: NodeProbes
+    jobs: SlurmJobs
+    actions: ActionGate
     config: Mapping[str, Any]  # this plugin's [plugins.NAME] table, defaults applied
-    runner: Any = None  # cockpit.backends.base.Runner on the Slurm host (local or SSH)
-    actions: Any = None  # cockpit.core.actions.Actions (confirm/audit/read-only)
-    fanout: Any = None  # callable to run a command on nodes (SSH/srun), when available
     read_only: bool = False
+    simulated: bool = False  # the demo: everything shown says SIMULATED
     progress: Callable[[str], None] = lambda _msg: None
 
 
@@ -116,11 +273,25 @@ class Check(Protocol):
         ...
 
 
+# -------------------------------------------------------------- contributions
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigKey:
     type: type | tuple[type, ...]
     default: Any
     doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """An app-wide key that opens a plugin screen for what is under the cursor."""
+
+    key: str
+    id: str  # stable id, so a keymap can rebind it ("plugin.layout")
+    description: str  # the footer's word
+    help: str  # the line in the keys screen
+    opener: str  # the TUI opener the key runs ("layout", "why")
 
 
 @dataclass(frozen=True)
@@ -133,3 +304,16 @@ class Plugin:
     config: Mapping[str, ConfigKey] = field(default_factory=dict)
     # Actions the plugin can perform; listed so read-only mode can refuse them by name.
     actions: tuple[str, ...] = ()
+    keys: tuple[KeySpec, ...] = ()
+
+
+__all__ = [
+    "ACTION_NAMES", "ActionGate", "ActionSpec", "BackendError", "Check", "CheckContext", "CheckResult", "ClusterReader",
+    "ClusterSnapshot", "CockpitError", "CommandFailed", "CommandResult", "CommandTimeout",
+    "ConfigError", "ConfigKey", "ConfirmationNeeded", "Declined", "Finding", "GpuTelemetry", "Job",
+    "JobGpus", "JobLogError", "JobProcess", "KeySpec", "Node", "NodeProbes", "Outcome", "Partition",
+    "ParseError", "Plan", "Plugin", "ProbeOutput", "ReadOnlyError", "Severity", "SlurmJobs", "Step",
+    "TargetResult", "Topology", "UsageError", "check_job_id", "collapse", "config_home", "data_home",
+    "expand", "expand_nodes", "node_processes", "parse_query_gpu", "path_for", "query_argv", "read_audit",
+    "sanitize", "worst",
+]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import asyncssh
 
-from cockpit.backends.base import CommandResult
+from cockpit.runner import CommandResult
 from cockpit.errors import BackendError, CommandTimeout
 from cockpit.remote.knownhosts import KnownHostsCache
 from cockpit.remote.settings import SshSettings, describe_error, remote_command

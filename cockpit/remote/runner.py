@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from cockpit.backends.base import CommandResult
+from cockpit.runner import CommandResult
 from cockpit.errors import CommandNotFound
 from cockpit.remote.pool import SshPool
 from cockpit.remote.settings import SshSettings

@@ -1,10 +1,9 @@
 """What the TUI gives plugins: loaded plugins, their CheckContext, and an
 actions gate that asks the operator before anything runs.
 
-Plugins act only through ``ctx.actions``. In the TUI that object is a
-:class:`ConfirmingActions`: the same read-only refusal and audit log as
-headless, plus the confirmation dialog with the exact argv before each plan
-runs. A plugin that fails to load, a screen that fails to import and a bad
+Plugins act only through the gate in their context. In the TUI its
+confirmation policy is the dialog with the exact argv (:func:`dialog_confirm`),
+with the same read-only refusal and audit log as headless. A plugin that fails to load, a screen that fails to import and a bad
 ``[plugins.NAME]`` table become one-line notifications, never a crash.
 """
 
@@ -16,26 +15,16 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from cockpit.core.actions import Actions, Outcome, Plan
+from cockpit.core.actions import Actions, Declined, Plan
 from cockpit.errors import CockpitError, UsageError
 from cockpit.plugins.api import CheckContext, Plugin
 
 
-class Declined(CockpitError):
-    """The operator answered "no" in the confirmation dialog."""
+def dialog_confirm(app: Any):
+    """The TUI's confirmation policy for the gate: the ConfirmAction dialog with the
+    exact argv (and any script on stdin); the plan runs only on "yes"."""
 
-
-class ConfirmingActions(Actions):
-    """Actions whose execute() first asks the operator (ConfirmAction dialog).
-
-    Read-only mode refuses (and audits) before the dialog opens; a "no" raises
-    :class:`Declined`, so a plugin reports the step as not done."""
-
-    def __init__(self, app: Any, inner: Actions) -> None:
-        super().__init__(inner.executor, read_only=inner.read_only, audit=inner.audit)
-        self.app = app
-
-    async def confirm(self, plan: Plan) -> bool:
+    async def confirm(plan: Plan) -> bool:
         from cockpit.tui.screens.actions import ConfirmAction
 
         answer: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -46,20 +35,14 @@ class ConfirmingActions(Actions):
 
         # A callback, not push_screen_wait: plugin screens run their own workers,
         # and this must work from any coroutine on the app's loop.
-        self.app.push_screen(ConfirmAction(plan, self.executor.description), callback=done)
-        return await answer
+        gate = getattr(app, "_gate_description", "")
+        app.push_screen(ConfirmAction(plan, gate), callback=done)
+        confirmed = await answer
+        if confirmed:
+            app.call_later(app.action_refresh_now)
+        return confirmed
 
-    async def execute(self, plan: Plan, *, dry_run: bool = False) -> Outcome:
-        """Refuse in read-only mode, ask, then run. Raises ReadOnlyError, Declined, ConfigError."""
-        if not dry_run:
-            self.refuse_if_read_only(plan.spec.name, plan.targets)
-            if not await self.confirm(plan):
-                raise Declined(f"{plan.spec.title}: declined by the operator, nothing ran")
-        outcome = await super().execute(plan, dry_run=dry_run)
-        refresh = getattr(self.app, "action_refresh_now", None)
-        if refresh is not None and not dry_run:
-            refresh()
-        return outcome
+    return confirm
 
 
 def load_plugins_for_app(app: Any):
@@ -76,33 +59,31 @@ def load_plugins_for_app(app: Any):
     return loaded
 
 
-def app_actions(app: Any) -> ConfirmingActions | None:
-    """The confirming gate for the app's backend, or None when it cannot act."""
-    from cockpit.tui.screens.actions import actions_for_app
+def app_actions(app: Any) -> Actions | None:
+    """The gate for the app's backend, confirming with the dialog; None (and a
+    notification) when the audit log path is unusable."""
+    from cockpit.config import Config
+    from cockpit.core.actions import actions_for_backend
 
     try:
-        inner = actions_for_app(app)
+        actions = actions_for_backend(app.backend, app.config or Config(), read_only=bool(app.read_only),
+                                      confirm=dialog_confirm(app))
     except CockpitError as exc:  # e.g. an unusable audit log path
         app.notify(str(exc), severity="error", timeout=10)
         return None
-    return None if inner is None else ConfirmingActions(app, inner)
+    app._gate_description = actions.description
+    return actions
 
 
-def app_pool(app: Any):
-    """One SSH pool to compute nodes for plugin probes, opened lazily, closed on exit.
-
-    None when the backend has no Runner (demo, replay): there are no real nodes."""
-    if getattr(app.backend, "runner", None) is None:
-        return None
-    pool = getattr(app, "plugin_pool", None)
-    if pool is None:
+def app_probes(app: Any):
+    """The backend's probe runner for plugin probes, made once, closed on exit."""
+    probes = getattr(app, "plugin_probes", None)
+    if probes is None:
         from cockpit.config import Config
-        from cockpit.remote.pool import SshPool
-        from cockpit.remote.settings import SshSettings
 
-        pool = app.plugin_pool = SshPool(SshSettings.from_config(app.config or Config()))
-        add_cleanup(app, pool.close)
-    return pool
+        probes = app.plugin_probes = app.backend.probe_runner(app.config or Config())
+        add_cleanup(app, probes.close)
+    return probes
 
 
 def add_cleanup(app: Any, fn: Callable[[], Any]) -> None:
@@ -114,20 +95,17 @@ def add_cleanup(app: Any, fn: Callable[[], Any]) -> None:
 
 
 def plugin_context(app: Any, plugin: Plugin, progress: Callable[[str], None] | None = None) -> CheckContext:
-    """The CheckContext of ``plugin`` in the TUI. Raises ConfigError for a bad [plugins.NAME]."""
+    """The CheckContext of ``plugin`` in the TUI. Raises ConfigError for a bad [plugins.NAME]
+    or an unusable audit log."""
     from cockpit.config import Config, plugin_config
+    from cockpit.core.actions import actions_for_backend
+    from cockpit.plugins.host import check_context
 
-    ctx = CheckContext(
-        backend=app.backend,
-        config=plugin_config(app.config or Config(), plugin),
-        runner=getattr(app.backend, "runner", None),
-        actions=app_actions(app),
-        fanout=app_pool(app),
-        read_only=bool(app.read_only),
-    )
-    if progress is not None:
-        ctx.progress = progress
-    return ctx
+    actions = actions_for_backend(app.backend, app.config or Config(), read_only=bool(app.read_only),
+                                  confirm=dialog_confirm(app))
+    app._gate_description = actions.description
+    return check_context(backend=app.backend, actions=actions, probes=app_probes(app),
+                         config=plugin_config(app.config or Config(), plugin), progress=progress)
 
 
 def import_object(path: str) -> Any:

@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cockpit.errors import ParseError, UsageError
-from cockpit.models import Job, Topology
+from cockpit.plugins.api import ParseError, UsageError
+from cockpit.plugins.api import Job, Topology
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cockpit.errors import BackendError, ParseError, UsageError
-from cockpit.hostlist import expand
-from cockpit.models import Topology
+from cockpit.plugins.api import BackendError, ParseError, UsageError
+from cockpit.plugins.api import expand
+from cockpit.plugins.api import Topology
 from cockpit.plugins.api import CheckContext, CheckResult, Severity, worst
 
 from .alloc import NodeAlloc, fabric_from_topology, from_job, parse_topo_m, planned_count, planned_nodes, with_virtual_leaf
@@ -105,8 +105,7 @@ async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[
     if bool(args.job) == bool(args.nodes):
         raise UsageError("give exactly one of --job ID or --nodes HOSTLIST|COUNT")
     if args.job:
-        jobs = await ctx.backend.fetch_jobs()
-        job = next((j for j in jobs if args.job in (str(j.job_id), j.display_id)), None)
+        job = await ctx.cluster.job(args.job)
         if job is None:
             raise UsageError(f"job {args.job} not found in the queue")
         if args.gpus_per_node and not job.gpus:
@@ -118,7 +117,7 @@ async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[
     names = expand(args.nodes)
     if args.gpus_per_node:
         return planned_nodes(names, args.gpus_per_node), args.partition, False
-    known = {n.name: n.gpu_total for n in await ctx.backend.fetch_nodes()}
+    known = {n.name: n.gpu_total for n in await ctx.cluster.nodes()}
     missing = [n for n in names if n not in known]
     if missing:
         raise UsageError(f"node {missing[0]} is not known to Slurm (give --gpus-per-node to plan anyway)")
@@ -132,7 +131,7 @@ def _with_gpn(job, gpn: int):
 
 
 async def _partition_gpus(ctx: CheckContext, partition: str | None) -> int:
-    for n in await ctx.backend.fetch_nodes():
+    for n in await ctx.cluster.nodes():
         if n.gpu_total and (partition is None or partition in n.partitions):
             return n.gpu_total
     raise UsageError(f"no GPU nodes in partition {partition or '(any)'}: give --gpus-per-node")
@@ -140,7 +139,7 @@ async def _partition_gpus(ctx: CheckContext, partition: str | None) -> int:
 
 async def _topology(ctx: CheckContext) -> Topology:
     try:
-        return await ctx.backend.fetch_topology()
+        return await ctx.cluster.topology()
     except BackendError:
         return Topology()  # the rules that need switches then stay silent
 
@@ -166,7 +165,7 @@ async def _with_usable(ctx: CheckContext, plan: Plan, partition: str | None) -> 
     from dataclasses import replace
 
     try:
-        nodes = await ctx.backend.fetch_nodes()
+        nodes = await ctx.cluster.nodes()
     except BackendError:
         return plan
     usable = frozenset(

@@ -10,8 +10,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cockpit.errors import UsageError
-from cockpit.hostlist import collapse
+from cockpit.plugins.api import UsageError
+from cockpit.plugins.api import collapse
 
 from .alloc import Fabric, NodeAlloc
 from .layout import Layout, Sizes, build_layout

@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.text import Text
 
-from cockpit.hostlist import collapse
+from cockpit.plugins.api import collapse
 
 # Readable on dark and light terminals; TP groups cycle through them.
 PALETTE = (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from cockpit.errors import UsageError
+from cockpit.plugins.api import UsageError
 
 from .alloc import NodeAlloc
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cockpit.errors import UsageError
+from cockpit.plugins.api import UsageError
 from cockpit.plugins.api import Finding, Severity
 
 from .alloc import Fabric, NodeAlloc, gpu_count

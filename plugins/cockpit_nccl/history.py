@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cockpit.errors import ConfigError
-from cockpit.hostlist import collapse
-from cockpit.paths import data_home
+from cockpit.plugins.api import ConfigError
+from cockpit.plugins.api import collapse
+from cockpit.plugins.api import data_home
 
 
 def default_path() -> Path:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cockpit.errors import ParseError
+from cockpit.plugins.api import ParseError
 
 # Launcher prefixes: srun -l ("0: ", "12: ") and OpenMPI --tag-output ("[1,0]<stdout>:").
 _PREFIX = re.compile(r"^\s*(?:(?P<srun>\d+):\s?|\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err)>:\s?)")

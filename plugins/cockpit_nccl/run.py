@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cockpit.errors import CockpitError, UsageError
-from cockpit.hostlist import collapse
+from cockpit.plugins.api import CockpitError, UsageError
+from cockpit.plugins.api import collapse
 from cockpit.plugins.api import CheckResult, Finding, Severity, worst
 
 from cockpit_nccl import sbatch
@@ -104,7 +104,7 @@ def build_script(cfg: dict, engine: str, place: sbatch.Placement, name: str, out
 class Bench:
     """Runs benchmark jobs for one check invocation."""
 
-    runner: Any
+    jobs: Any  # cockpit.plugins.api.SlurmJobs
     cfg: dict
     engine: str
     expected: float | None
@@ -118,12 +118,12 @@ class Bench:
         """One job on ``nodes`` (or num_nodes in the partition); judged and recorded."""
         place = sbatch.Placement(tuple(nodes), self.partition, self.reservation, num_nodes)
         out_dir = self.cfg["output_dir"]
-        await self.runner.run(["mkdir", "-p", out_dir], timeout=30)
         output = f"{out_dir}/cockpit-nccl-{label}-%j.out"
         script = build_script(self.cfg, self.engine, place, f"cockpit-nccl-{label}", output)
-        tag = collapse(nodes) or (self.partition or "?")
-        outcome = await run_job(self.runner, script, output, lambda m: self.progress(f"[{tag}] {m}"),
-                                poll=float(self.cfg["poll_interval"]),
+        tag = collapse(nodes) or (f"partition {self.partition}" if self.partition else
+                                  f"reservation {self.reservation}" if self.reservation else "?")
+        outcome = await run_job(self.jobs, script, output, lambda m: self.progress(f"[{tag}] {m}"),
+                                where=tag, output_dir=out_dir, poll=float(self.cfg["poll_interval"]),
                                 timeout=float(self.cfg["job_timeout"]))
         if not outcome.output.strip():
             v = Verdict(Severity.UNKNOWN, f"job {outcome.job_id} ended {outcome.state} with no output",

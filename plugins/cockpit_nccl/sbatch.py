@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cockpit.errors import UsageError
-from cockpit.hostlist import collapse, expand
+from cockpit.plugins.api import UsageError
+from cockpit.plugins.api import collapse, expand
 
 TORCH_BENCH = Path(__file__).with_name("torch_bench.py")
 # NCCL variables worth carrying from the operator's environment or config into the job.

@@ -9,6 +9,7 @@ never as markup.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from rich.text import Text
 from textual import work
@@ -18,8 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Log, Select, Static
 from textual_plotext import PlotextPlot
 
-from cockpit.errors import CockpitError
-from cockpit.plugins.api import CheckContext, CheckResult
+from cockpit.plugins.api import CheckContext, CheckResult, CockpitError
 
 from cockpit_nccl.check import NcclCheck
 from cockpit_nccl.run import ENGINES, MODES
@@ -30,9 +30,9 @@ class NcclScreen(Screen):
 
     BINDINGS = [("escape", "app.pop_screen", "Back"), ("r", "start", "Run")]
 
-    def __init__(self, context: CheckContext | None = None, **kw) -> None:
+    def __init__(self, context: CheckContext, **kw) -> None:
         super().__init__(**kw)
-        self.context = context or CheckContext(backend=None, config={})
+        self.context = context
         self.check = NcclCheck()
 
     def compose(self) -> ComposeResult:
@@ -74,7 +74,7 @@ class NcclScreen(Screen):
     @work(exclusive=True, name="nccl-check", group="nccl")
     async def run_check(self) -> None:
         log = self.query_one("#progress", Log)
-        ctx = CheckContext(**{**vars(self.context), "progress": lambda m: log.write_line(str(m))})
+        ctx = replace(self.context, progress=lambda m: log.write_line(str(m)))
         try:
             result = await self.check.run(ctx, self._args())
         except (CockpitError, SystemExit) as exc:
@@ -99,7 +99,9 @@ class NcclScreen(Screen):
         table.clear()
         plot = self.query_one("#plot", PlotextPlot).plt
         plot.clear_data()
-        plot.xscale("log")
+        # plotext's log scale fails on an empty plot (a job that wrote no output).
+        plotted = any(any(v is not None for r in run["rows"] for v in r[1:3]) for run in result.data.get("runs", []))
+        plot.xscale("log" if plotted else "linear")
         plot.xlabel("message size (B)")
         plot.ylabel("busbw GB/s")
         for i, run in enumerate(result.data.get("runs", [])):

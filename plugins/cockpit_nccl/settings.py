@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from cockpit.errors import UsageError
+from cockpit.plugins.api import UsageError
 from cockpit.plugins.api import ConfigKey
 
 from cockpit_nccl.pairs import DEFAULT_SLOW_RATIO

@@ -28,7 +28,7 @@ CONFIG = {
 
 def site_dir() -> Path:
     """$XDG_CONFIG_HOME/cockpit/runbooks: where a site adds its own runbooks."""
-    from cockpit.paths import config_home
+    from cockpit.plugins.api import config_home
 
     return config_home() / "runbooks"
 

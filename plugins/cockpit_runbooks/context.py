@@ -1,6 +1,6 @@
 """What a probe gets (RunContext) and gives back (ProbeResult), and how it
-reaches nodes: over SSH (the fan-out pool in CheckContext.fanout), as a Slurm
-job step (srun through the Runner), or locally (the Runner itself)."""
+reaches nodes: through the CheckContext's read-only probes (over SSH, as a
+Slurm job step with srun, where Slurm's commands run, or the demo's nodes)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit.errors import CockpitError
-from cockpit.plugins.api import CheckContext, Finding, Severity
+from cockpit.plugins.api import CheckContext, Finding, ProbeOutput, Severity
 
 
 @dataclass
@@ -56,55 +55,13 @@ class RunContext:
             self.events(line)
 
 
-@dataclass(frozen=True, slots=True)
-class NodeOutput:
-    node: str
-    ok: bool
-    text: str
-    error: str = ""
-
-
-def _via(rc: RunContext, via: str) -> str:
-    if via != "auto":
-        return via
-    return "ssh" if rc.ctx.fanout is not None else "local"
-
-
 async def run_on_nodes(rc: RunContext, nodes: Sequence[str], argv: Sequence[str], via: str = "auto",
-                       timeout: float | None = None) -> dict[str, NodeOutput]:
-    """Run argv on each node; never raises for one node's failure (it becomes ok=False)."""
-    how = _via(rc, via)
-    out: dict[str, NodeOutput] = {}
-    if how == "ssh":
-        if rc.ctx.fanout is None:
-            return {n: NodeOutput(n, False, "", "no SSH fan-out available") for n in nodes}
-        from cockpit.remote.fanout import fanout
-
-        res = await fanout(rc.ctx.fanout, nodes, list(argv), timeout=timeout, keep_connections=True)
-    elif how == "srun":
-        from cockpit.remote.srun import srun_fanout
-
-        try:
-            res = await srun_fanout(rc.ctx.runner, nodes, list(argv), timeout=timeout)
-        except CockpitError as exc:
-            return {n: NodeOutput(n, False, "", str(exc)) for n in nodes}
-    else:
-        if rc.ctx.runner is None:
-            return {n: NodeOutput(n, False, "", "no runner for local commands") for n in nodes}
-        for n in nodes:
-            try:
-                r = await rc.ctx.runner.run(list(argv))
-                out[n] = NodeOutput(n, r.returncode == 0, r.text(), "" if r.returncode == 0 else (r.err_text().strip() or f"exit {r.returncode}"))
-            except CockpitError as exc:
-                out[n] = NodeOutput(n, False, "", str(exc))
-        return out
-    for n, r in res.items():
-        text = r.stdout.decode("utf-8", "replace")
-        err = r.error or ("" if r.returncode == 0 else (r.stderr.decode("utf-8", "replace").strip() or f"exit {r.returncode}"))
-        out[n] = NodeOutput(n, r.ok, text, err)
-    return out
+                       timeout: float | None = None) -> dict[str, ProbeOutput]:
+    """Run a read-only argv on each node through the context's probes (SSH, srun,
+    or the demo's simulated nodes); never raises for one node's failure."""
+    return await rc.ctx.probes.on_nodes(list(nodes), list(argv), via=via, timeout=timeout)
 
 
 async def run_on_node(rc: RunContext, node: str, argv: Sequence[str], via: str = "auto",
-                      timeout: float | None = None) -> NodeOutput:
+                      timeout: float | None = None) -> ProbeOutput:
     return (await run_on_nodes(rc, [node], argv, via, timeout))[node]

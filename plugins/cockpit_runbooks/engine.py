@@ -14,8 +14,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit.errors import CockpitError, ReadOnlyError
-from cockpit.plugins.api import Finding, Severity, worst
+from cockpit.plugins.api import (
+    ACTION_NAMES,
+    CockpitError,
+    ConfirmationNeeded,
+    Finding,
+    ReadOnlyError,
+    Severity,
+    check_job_id,
+    expand_nodes,
+    worst,
+)
 
 from . import probes_job, probes_node
 from .context import ProbeResult, RunContext
@@ -36,9 +45,7 @@ PLUGIN_ACTIONS = ("requeue-exclude",)
 
 
 def action_names() -> tuple[str, ...]:
-    from cockpit.core.actions import ACTIONS
-
-    return (*ACTIONS, *PLUGIN_ACTIONS)
+    return (*ACTION_NAMES, *PLUGIN_ACTIONS)
 
 
 @dataclass
@@ -117,7 +124,7 @@ def render(template: Any, facts: Mapping[str, Any], config: Mapping[str, Any]) -
     return out
 
 
-def _requeue_exclude_plan(job: str, nodes: str, already: str = ""):
+def _requeue_exclude_plan(rc: RunContext, job: str, nodes: str, already: str = ""):
     """requeuehold, then ExcNodeList while the job is pending, then release.
 
     Slurm refuses ExcNodeList on a running job ("Job is no longer pending
@@ -125,46 +132,12 @@ def _requeue_exclude_plan(job: str, nodes: str, already: str = ""):
     on the bad node before the update lands; holding it closes that window.
     ExcNodeList replaces the job's list: ``already`` (what the job excluded
     itself, e.g. sbatch --exclude) is kept first."""
-    from cockpit.core.actions import ActionSpec, Params, Plan, Step, check_job_id, expand_nodes
-
     job = check_job_id(job)
     excl = ",".join(dict.fromkeys(expand_nodes([already]) if already else []) | dict.fromkeys(expand_nodes([nodes])))
-    spec = ActionSpec("runbooks.requeue-exclude", "job", "Requeue job excluding nodes", lambda j, p: [], dangerous=True)
-    steps = (Step(job, ("scontrol", "requeuehold", job)),
-             Step(job, ("scontrol", "update", f"JobId={job}", f"ExcNodeList={excl}")),
-             Step(job, ("scontrol", "release", job)))
-    return Plan(spec, (job,), Params(), steps)
-
-
-async def _job_exclusions(rc: RunContext, job: str) -> str:
-    """The job's own ExcNodeList, from ``squeue --json`` (``excluded_nodes`` in
-    every version; JSON, so a job name cannot imitate the field). Raises
-    CockpitError when it cannot be read: then nothing is requeued, rather than a
-    user's exclusions silently dropped."""
-    import json
-    import os
-
-    from cockpit.core.actions import check_job_id
-    from cockpit.errors import CommandFailed, ParseError
-
-    runner = rc.ctx.runner
-    if runner is None:
-        return ""
-    job = check_job_id(job)
-    bin_dir = getattr(rc.ctx.backend, "bin_dir", "") or ""
-    argv = [os.path.join(bin_dir, "squeue") if bin_dir else "squeue", "--all", "--json", "--jobs", job]
-    res = await runner.run(argv, timeout=60)
-    if res.returncode != 0:
-        raise CommandFailed(argv, res.returncode, res.err_text())
-    try:
-        records = json.loads(res.stdout).get("jobs") or []
-    except (ValueError, AttributeError):
-        raise ParseError("squeue --json", "cannot read the job's ExcNodeList: not JSON") from None
-    for rec in records:
-        if isinstance(rec, dict) and str(rec.get("job_id")) == job:
-            value = rec.get("excluded_nodes")
-            return value if isinstance(value, str) else ""
-    return ""
+    steps = (("scontrol", "requeuehold", job),
+             ("scontrol", "update", f"JobId={job}", f"ExcNodeList={excl}"),
+             ("scontrol", "release", job))
+    return rc.ctx.actions.custom_plan("runbooks.requeue-exclude", "Requeue job excluding nodes", job, steps)
 
 
 async def _plan(rc: RunContext, step: StepSpec):
@@ -174,14 +147,13 @@ async def _plan(rc: RunContext, step: StepSpec):
         raise KeyError("target")
     if step.action == "requeue-exclude":
         exclude = str(params.pop("exclude"))
-        return _requeue_exclude_plan(target, exclude, await _job_exclusions(rc, target))
+        # The job's own ExcNodeList; when it cannot be read nothing is requeued, rather
+        # than a user's exclusions silently dropped (CockpitError ends the step).
+        return _requeue_exclude_plan(rc, target, exclude, await rc.ctx.cluster.job_excluded_nodes(check_job_id(target)))
     return rc.ctx.actions.plan(step.action, [target], **params)
 
 
 async def _act(rc: RunContext, step: StepSpec, out: StepOutcome, mode: str) -> None:
-    if rc.ctx.actions is None:
-        out.status, out.why = "skipped", "no actions layer in this context"
-        return
     try:
         plan = await _plan(rc, step)
     except KeyError as exc:
@@ -198,6 +170,9 @@ async def _act(rc: RunContext, step: StepSpec, out: StepOutcome, mode: str) -> N
         outcome = await rc.ctx.actions.execute(plan, dry_run=(mode == "dry-run"))
     except ReadOnlyError as exc:
         out.status, out.why = "refused", str(exc)
+        return
+    except ConfirmationNeeded:
+        out.status, out.why = "proposed", "run again with --yes to do it"
         return
     except CockpitError as exc:
         out.status, out.why = "action-failed", str(exc)

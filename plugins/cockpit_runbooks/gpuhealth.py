@@ -10,8 +10,8 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from cockpit.errors import ParseError
-from cockpit.telemetry.nvsmi import GpuTelemetry, parse_query_gpu
+from cockpit.plugins.api import ParseError
+from cockpit.plugins.api import GpuTelemetry, parse_query_gpu
 
 from .xid import norm_pci
 

@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from cockpit.core.joblog import JobLogError, path_for, sanitize
-from cockpit.errors import CockpitError
+from cockpit.plugins.api import JobLogError, path_for, sanitize
+from cockpit.plugins.api import CockpitError
 
 from . import pyspy, watchdog
 from .context import ProbeResult, RunContext, run_on_node
@@ -27,12 +27,11 @@ async def find_job(rc: RunContext) -> Any:
     """The job of --job from the backend (cached on rc). None when not in the queue."""
     if rc.job is not None or not rc.job_id:
         return rc.job
-    for j in await rc.ctx.backend.fetch_jobs():
-        if rc.job_id in (str(j.job_id), j.display_id):
-            rc.job = j
-            rc.facts.update(job=str(j.job_id), job_nodes=",".join(j.nodes), job_state=j.state)
-            return j
-    return None
+    j = await rc.ctx.cluster.job(rc.job_id)
+    if j is not None:
+        rc.job = j
+        rc.facts.update(job=str(j.job_id), job_nodes=",".join(j.nodes), job_state=j.state)
+    return j
 
 
 def _log_paths(job: Any) -> list[str]:
@@ -45,14 +44,16 @@ def _log_paths(job: Any) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
+async def _here_or_on_node(rc: RunContext, job: Any, argv: list[str]):
+    """Where Slurm's commands run first (a shared filesystem), else on the job's first node."""
+    out = await rc.ctx.probes.on_slurm_host(argv)
+    if out.ok or job is None or not job.nodes:
+        return out
+    return await run_on_node(rc, job.nodes[0], argv)
+
+
 async def _mtime(rc: RunContext, path: str, job: Any) -> float | None:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        pass
-    if job is None or not job.nodes:
-        return None
-    out = await run_on_node(rc, job.nodes[0], ["stat", "-c", "%Y", path])
+    out = await _here_or_on_node(rc, job, ["stat", "-c", "%Y", "--", path])
     return float(out.text.strip()) if out.ok and out.text.strip().isdecimal() else None
 
 
@@ -100,15 +101,9 @@ async def _read_logs(rc: RunContext, job: Any) -> dict[str, str]:
         return out
     texts = {}
     for p in _log_paths(job) if job else []:
-        try:
-            with open(p, "rb") as fh:
-                fh.seek(max(0, os.path.getsize(p) - _TAIL_BYTES))
-                texts[p] = fh.read().decode("utf-8", "replace")
-        except OSError:
-            if job.nodes:
-                res = await run_on_node(rc, job.nodes[0], ["tail", "-c", str(_TAIL_BYTES), p])
-                if res.ok:
-                    texts[p] = res.text
+        res = await _here_or_on_node(rc, job, ["tail", "-c", str(_TAIL_BYTES), "--", p])
+        if res.ok:
+            texts[p] = res.text
     return texts
 
 
@@ -163,12 +158,12 @@ def _rank_of(environ: str) -> str | None:
 
 async def pyspy_stacks(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     """``py-spy dump`` every rank's process on every node over SSH; group identical stacks."""
-    from cockpit.core.jobprocs import node_processes
+    from cockpit.plugins.api import node_processes
 
     res = ProbeResult()
     job = await find_job(rc)
-    if job is None or rc.ctx.fanout is None:
-        res.add("UNKNOWN", "stacks.unavailable", "cannot dump stacks: " + ("no live job" if job is None else "no SSH fan-out"))
+    if job is None or not rc.ctx.probes.available:
+        res.add("UNKNOWN", "stacks.unavailable", "cannot dump stacks: " + ("no live job" if job is None else rc.ctx.probes.why_not))
         return res
     spy = str(args.get("py_spy", rc.config.get("py_spy", "py-spy")))
     match = str(args.get("process_match", rc.config.get("process_match", "python")))
@@ -176,7 +171,7 @@ async def pyspy_stacks(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     where: dict[str, tuple[str, str]] = {}
     for node in job.nodes:
         try:
-            procs = await node_processes(rc.ctx.fanout, node, job.job_id)
+            procs = await node_processes(rc.ctx.probes, node, job.job_id)
         except CockpitError as exc:
             res.add("UNKNOWN", "stacks.failed", f"{node}: cannot list the job's processes", str(exc))
             continue
@@ -223,13 +218,10 @@ async def folklore(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     res = ProbeResult()
     job = await find_job(rc)
     texts = dict(await _read_logs(rc, job)) if (job or rc.job_logs) else {}
-    if job is not None and rc.ctx.runner is not None:
-        try:
-            out = await rc.ctx.runner.run(["scontrol", "write", "batch_script", str(job.job_id), "-"])
-            if out.ok:
-                texts["batch script"] = out.text()
-        except CockpitError:
-            pass
+    if job is not None:
+        out = await rc.ctx.probes.on_slurm_host(["scontrol", "write", "batch_script", str(job.job_id), "-"])
+        if out.ok:
+            texts["batch script"] = out.text
     for src, text in texts.items():
         if re.search(r"(?<![A-Z_])NCCL_TIMEOUT\b", text):
             res.add("WARN", "folklore.nccl_timeout", f"{src} sets NCCL_TIMEOUT, which is not an NCCL (or PyTorch) variable",

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cockpit.errors import CockpitError, ParseError
-from cockpit.telemetry.nvsmi import query_argv
+from cockpit.plugins.api import CockpitError, ParseError
+from cockpit.plugins.api import query_argv
 
 from . import gpuhealth, ib, xid
 from .context import ProbeResult, RunContext, run_on_nodes
@@ -67,13 +67,13 @@ async def _node_texts(rc: RunContext, files: tuple[str, ...], what: str, argv: l
 
 def _history(rc: RunContext, node: str, pci: str) -> list[str]:
     """Earlier actions in the audit log that name this GPU on this node."""
-    audit = getattr(rc.ctx.actions, "audit", None)
-    if audit is None or not Path(audit.path).is_file():
+    path = rc.ctx.actions.audit_path
+    if path is None or not Path(path).is_file():
         return []
-    from cockpit.core.audit import read_audit
+    from cockpit.plugins.api import read_audit
 
     try:
-        records = read_audit(audit.path)
+        records = read_audit(path)
     except (OSError, ValueError):
         return []
     hits = []

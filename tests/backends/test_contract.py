@@ -28,7 +28,7 @@ def _cluster_env(request) -> dict[str, str]:
 
 
 def _cli_backend(request):
-    from cockpit.backends.local import LocalRunner
+    from cockpit.runner import LocalRunner
     from cockpit.backends.slurm_cli import SlurmCliBackend
 
     return SlurmCliBackend(LocalRunner(env=_cluster_env(request)), timeout=20)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from cockpit.backends.local import LocalRunner
+from cockpit.runner import LocalRunner
 from cockpit.backends.slurm_cli import SlurmCliBackend
 import clusterlib
 

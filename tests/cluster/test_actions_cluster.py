@@ -274,19 +274,17 @@ def test_read_only_refuses_every_action_and_changes_nothing(cluster, tmp_path, j
 
 
 async def test_read_only_covers_plugin_actions(cluster, tmp_path, node3):
-    from cockpit.backends.local import LocalRunner
-    from cockpit.core.action_exec import SlurmExecutor
-    from cockpit.core.actions import Actions
+    from cockpit.backends.slurm_cli import SlurmCliBackend
     from cockpit.core.audit import AuditLog
     from cockpit.errors import ReadOnlyError
-    from cockpit.plugins.api import CheckContext
+    from cockpit.runner import LocalRunner
+    from pluginctx import make_ctx
 
     runner = LocalRunner(env=dict(os.environ, SLURM_CONF=cluster["SLURM_CONF"]))
-    ctx = CheckContext(backend=None, config={}, runner=runner, read_only=True,
-                       actions=Actions(SlurmExecutor(runner), read_only=True, audit=AuditLog(tmp_path / "a.jsonl")))
+    ctx = make_ctx(SlurmCliBackend(runner), read_only=True, audit=AuditLog(tmp_path / "a.jsonl"))
     with pytest.raises(ReadOnlyError):  # what a runbook does to a straggler's node
-        await ctx.actions.run("drain", [NODE], reason="runbook: straggler")
-    with pytest.raises(ReadOnlyError):  # an action of the plugin's own, declared by name
-        ctx.actions.refuse_if_read_only("nccl-launch", [NODE])
+        await ctx.actions.execute(ctx.actions.plan("drain", [NODE], reason="runbook: straggler"))
+    with pytest.raises(ReadOnlyError):  # a plugin's submission
+        await ctx.jobs.submit("#!/bin/sh\ntrue\n", where=NODE)
     assert "DRAIN" not in node_info(cluster)[0]
     assert [x["result"] for x in read_audit(tmp_path / "a.jsonl")] == ["refused", "refused"]

@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from cockpit.backends.local import LocalRunner
+from cockpit.runner import LocalRunner
 from cockpit.backends.slurm_cli import SlurmCliBackend
-from cockpit.plugins.api import CheckContext, Severity
+from cockpit.plugins.api import Severity
+from pluginctx import make_ctx
 from cockpit_layout import plugin
 import clusterlib
 
@@ -22,7 +23,7 @@ NAME = "cockpit-layout-test"
 @pytest.fixture
 def ctx(cluster):
     env = dict(os.environ, SLURM_CONF=cluster["SLURM_CONF"])
-    return CheckContext(backend=SlurmCliBackend(LocalRunner(env=env), timeout=20), config={})
+    return make_ctx(SlurmCliBackend(LocalRunner(env=env), timeout=20))
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def jobs():
 async def wait_state(ctx, job_id: str, state: str, timeout: float = 20.0):
     deadline = time.monotonic() + timeout
     while True:
-        job = next((j for j in await ctx.backend.fetch_jobs() if str(j.job_id) == job_id), None)
+        job = await ctx.cluster.job(job_id)
         if job is not None and job.state == state and (state != "RUNNING" or job.gpus):
             return job
         if time.monotonic() > deadline:

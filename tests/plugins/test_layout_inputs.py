@@ -10,7 +10,8 @@ import pytest
 
 from cockpit.errors import ParseError, UsageError
 from cockpit.models import Job, JobGpus, Node, GpuGroup, Switch, Topology
-from cockpit.plugins.api import CheckContext, Severity
+from cockpit.plugins.api import Severity
+from pluginctx import make_ctx
 from cockpit_layout import plugin
 from cockpit_layout.alloc import from_job, parse_topo_m, planned_nodes
 from cockpit_layout.rules import Plan, analyze
@@ -157,7 +158,7 @@ NODES = tuple(Node(f"node{i:02d}", "idle", partitions=("train",), gpus=(GpuGroup
 async def test_check_on_a_running_job_with_megatron_args():
     job = Job(job_id=42, state="RUNNING", partition="train", nodes=("node02", "node03"), node_count=2,
               gpus=(JobGpus("node02", "h100", 8, tuple(range(8))), JobGpus("node03", "h100", 8, tuple(range(8)))))
-    ctx = CheckContext(backend=FakeBackend([job], NODES), config={})
+    ctx = make_ctx(FakeBackend([job], NODES))
     args = parse(["--job", "42", "--megatron-args", "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 2"])
     res = await plugin.checks[0].run(ctx, args)
     assert res.severity == Severity.WARN and res.exit_code == 1
@@ -173,7 +174,7 @@ async def test_check_planned_count_and_deepspeed_file(tmp_path):
     cfg = tmp_path / "ds.json"
     cfg.write_text(json.dumps({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2,
                                "gradient_accumulation_steps": 2, "zero_optimization": {"stage": 3}}))
-    ctx = CheckContext(backend=FakeBackend((), NODES), config={})
+    ctx = make_ctx(FakeBackend((), NODES))
     res = await plugin.checks[0].run(ctx, parse(["--nodes", "2", "--partition", "train", "--tp", "8",
                                                  "--pp", "2", "--deepspeed", str(cfg), "--switches", "1"]))
     rules = {f.rule for f in res.findings}
@@ -182,7 +183,7 @@ async def test_check_planned_count_and_deepspeed_file(tmp_path):
 
 
 async def test_check_bad_inputs_raise_usage_errors(tmp_path):
-    ctx = CheckContext(backend=FakeBackend((), NODES), config={})
+    ctx = make_ctx(FakeBackend((), NODES))
     chk = plugin.checks[0]
     with pytest.raises(UsageError, match="exactly one"):
         await chk.run(ctx, parse(["--tp", "8"]))

@@ -19,7 +19,9 @@ import pytest
 
 from clusterlib import slow_class_bytes, slow_node, slowlink_status
 from cockpit.hostlist import expand
-from cockpit.plugins.api import CheckContext, Severity
+from cockpit.plugins.api import Severity
+from cockpit.runner import LocalRunner
+from pluginctx import make_ctx
 from cockpit_nccl import plugin
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -33,7 +35,7 @@ def torch_cluster(cluster):
 
 
 def run_check(cluster, tmp_path, argv, **cfg):
-    os.environ.update(cluster)  # the plugin's LocalRunner runs sbatch/squeue with SLURM_CONF
+    os.environ.update(cluster)  # the backend's LocalRunner runs sbatch/squeue with SLURM_CONF
     check = plugin.checks[0]
     parser = argparse.ArgumentParser()
     check.add_arguments(parser)
@@ -43,7 +45,9 @@ def run_check(cluster, tmp_path, argv, **cfg):
               "torch_min_bytes": "256K", "torch_max_bytes": "2M", "iters": 5, "warmup": 1,
               "poll_interval": 0.5, "job_timeout": 240.0, "time_limit": "00:05:00",
               "output_dir": str(tmp_path / "out"), "history_file": str(tmp_path / "h.jsonl"), **cfg}
-    ctx = CheckContext(backend=None, config=config)
+    from cockpit.core.audit import AuditLog
+
+    ctx = make_ctx(runner=LocalRunner(), config=config, audit=AuditLog(tmp_path / "audit.jsonl"))
     return asyncio.run(check.run(ctx, parser.parse_args(argv)))
 
 

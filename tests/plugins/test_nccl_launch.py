@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from cockpit.errors import ParseError, ReadOnlyError, UsageError
-from cockpit.plugins.api import CheckContext, Severity
+from cockpit.plugins.api import Severity
+from pluginctx import make_ctx
 from cockpit_nccl import plugin
 from cockpit_nccl.history import History, history_key
 from cockpit_nccl.judge import judge
@@ -132,6 +133,15 @@ def test_a_slow_pair_of_nodes_that_are_each_fast_elsewhere_names_the_path_not_th
     assert "fabric-wide" not in s.summary and "path between them" in s.summary and "c+d: 10.00 GB/s" in s.summary
 
 
+class _NoSlurm:
+    """A Runner that must never be called."""
+
+    description = "no slurm"
+
+    async def run(self, argv, **_kw):
+        raise AssertionError(f"ran {argv}")
+
+
 def _args(check, argv):
     p = argparse.ArgumentParser()
     check.add_arguments(p)
@@ -142,7 +152,7 @@ async def test_check_log_exit_codes_json_and_prometheus(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     check = plugin.checks[0]
     assert check.name == "nccl"
-    ctx = CheckContext(backend=None, config={})
+    ctx = make_ctx()
     low = DATA / "nccl-tests-issue232-2node-1xH100-4nic-low-busbw-EXCERPT.txt"
     res = await check.run(ctx, _args(check, ["--log", str(low), "--expected-busbw", "200", "--prometheus"]))
     assert res.exit_code == 2 and res.to_dict()["status"] == "CRIT"
@@ -156,14 +166,14 @@ async def test_check_log_exit_codes_json_and_prometheus(tmp_path, monkeypatch):
     assert res.exit_code == 2 and res.data["runs"][0]["launch_problem"] is True
     assert res.data["runs"][0]["busbw_gbps"] is None
     # Expected busbw from config by partition ('*' for a log).
-    ctx2 = CheckContext(backend=None, config={"expected_busbw": {"*": 191.0}})
+    ctx2 = make_ctx(config={"expected_busbw": {"*": 191.0}})
     deep = DATA / "deepops-4x-dgx-a100-ib-all_reduce_perf-legacy-error-column.txt"
     assert (await check.run(ctx2, _args(check, ["--log", str(deep)]))).exit_code == 0
 
 
 async def test_check_bad_input_is_one_clear_error(tmp_path):
     check = plugin.checks[0]
-    ctx = CheckContext(backend=None, config={})
+    ctx = make_ctx()
     with pytest.raises(UsageError, match="cannot read --log"):
         await check.run(ctx, _args(check, ["--log", str(tmp_path / "nope")]))
     (tmp_path / "x.log").write_text("not nccl\n")
@@ -173,11 +183,10 @@ async def test_check_bad_input_is_one_clear_error(tmp_path):
         await check.run(ctx, _args(check, []))
     with pytest.raises(UsageError, match="expected-busbw"):
         await check.run(ctx, _args(check, ["--log", str(tmp_path / "x.log"), "--expected-busbw", "-1"]))
-    with pytest.raises(ReadOnlyError):
-        await check.run(CheckContext(backend=None, config={}, read_only=True),
-                        _args(check, ["--nodes", "n1"]))
+    with pytest.raises(ReadOnlyError):  # the gate refuses the submission itself
+        await check.run(make_ctx(runner=_NoSlurm(), read_only=True), _args(check, ["--nodes", "n1"]))
     with pytest.raises(UsageError, match="crit_ratio"):
-        await check.run(CheckContext(backend=None, config={"crit_ratio": 0.95}),
+        await check.run(make_ctx(config={"crit_ratio": 0.95}),
                         _args(check, ["--nodes", "n1"]))
 
 
@@ -198,12 +207,12 @@ async def test_screen_shows_a_judged_log(tmp_path, monkeypatch):
 
     check = plugin.checks[0]
     low = DATA / "nccl-tests-issue232-2node-1xH100-4nic-low-busbw-EXCERPT.txt"
-    result = await check.run(CheckContext(backend=None, config={}),
+    result = await check.run(make_ctx(),
                              _args(check, ["--log", str(low), "--expected-busbw", "200"]))
 
     class Host(App):
         def on_mount(self):
-            self.push_screen(NcclScreen())
+            self.push_screen(NcclScreen(make_ctx()))
 
     async with Host().run_test(size=(120, 40)) as pilot:
         screen = pilot.app.screen

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.core.actions import Actions, TargetResult
+from cockpit.core.actions import Actions, TargetResult, yes_policy
 from cockpit.core.audit import AuditLog, read_audit
-from cockpit.plugins.api import CheckContext
+from pluginctx import make_ctx
 from cockpit_runbooks import load_runbooks
 from cockpit_runbooks.context import RunContext
 from cockpit_runbooks.engine import PROBES, action_names, run_runbook
@@ -74,9 +74,8 @@ class _Exec:
 
 def _ctx(tmp_path, read_only=False):
     ex = _Exec()
-    actions = Actions(ex, read_only=read_only, audit=AuditLog(tmp_path / "audit.jsonl"))
-    return CheckContext(backend=None, config={"temp_warn_c": 85.0, "dump_signal": "USR1"}, actions=actions,
-                        read_only=read_only), ex
+    actions = Actions(ex, read_only=read_only, audit=AuditLog(tmp_path / "audit.jsonl"), confirm=yes_policy(True))
+    return make_ctx(config={"temp_warn_c": 85.0, "dump_signal": "USR1"}, actions=actions), ex
 
 
 async def test_xid_runbook_branches_to_reboot_and_proposes_without_acting(tmp_path):
@@ -147,12 +146,13 @@ def test_headless_list_and_bad_name(tmp_path):
 def test_requeue_exclude_keeps_the_jobs_own_exclusions():
     from cockpit_runbooks.engine import _requeue_exclude_plan
 
-    plan = _requeue_exclude_plan("42", "node07", "node[01,03]")
+    rc = RunContext(make_ctx())
+    plan = _requeue_exclude_plan(rc, "42", "node07", "node[01,03]")
     assert [list(s.argv) for s in plan.steps] == [["scontrol", "requeuehold", "42"],
                                                   ["scontrol", "update", "JobId=42", "ExcNodeList=node01,node03,node07"],
                                                   ["scontrol", "release", "42"]]
-    assert _requeue_exclude_plan("42", "node03", "node03").steps[1].argv[-1] == "ExcNodeList=node03"
-    assert _requeue_exclude_plan("42", "node03").steps[1].argv[-1] == "ExcNodeList=node03"
+    assert _requeue_exclude_plan(rc, "42", "node03", "node03").steps[1].argv[-1] == "ExcNodeList=node03"
+    assert _requeue_exclude_plan(rc, "42", "node03").steps[1].argv[-1] == "ExcNodeList=node03"
 
 
 class _SqueueRunner:
@@ -160,25 +160,23 @@ class _SqueueRunner:
         self.rc, self.stdout, self.stderr, self.argv = rc, stdout, stderr, None
 
     async def run(self, argv, timeout=None, stdin=None):
-        from cockpit.backends.base import CommandResult
+        from cockpit.runner import CommandResult
 
         self.argv = list(argv)
         return CommandResult(tuple(argv), self.rc, self.stdout, self.stderr, 0.01)
 
 
 async def test_the_jobs_exclusions_are_read_from_squeue_json_and_a_failure_stops_the_requeue():
+    from cockpit.backends.slurm_cli import SlurmCliBackend
     from cockpit.errors import CockpitError
-    from cockpit_runbooks.engine import _job_exclusions
 
     doc = json.loads((DATA / "slurm-22.05/squeue.json").read_bytes())
     job = doc["jobs"][0]
     job["excluded_nodes"] = "node[02-03]"
     job["name"] = 'x" excluded_nodes="node99'  # data, not a field
     runner = _SqueueRunner(0, json.dumps(doc).encode())
-    rc = RunContext(CheckContext(backend=None, config={}, runner=runner))
-    assert await _job_exclusions(rc, str(job["job_id"])) == "node[02-03]"
+    assert await SlurmCliBackend(runner).job_excluded_nodes(str(job["job_id"])) == "node[02-03]"
     assert runner.argv == ["squeue", "--all", "--json", "--jobs", str(job["job_id"])]
-    failing = RunContext(CheckContext(backend=None, config={}, runner=_SqueueRunner(
-        1, b"", b"slurm_load_jobs error: Unable to contact slurm controller")))
+    failing = SlurmCliBackend(_SqueueRunner(1, b"", b"slurm_load_jobs error: Unable to contact slurm controller"))
     with pytest.raises(CockpitError, match="Unable to contact slurm controller"):
-        await _job_exclusions(failing, "42")
+        await failing.job_excluded_nodes("42")

@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.app import App
 from textual.widgets import Log, Static
 
-from cockpit.plugins.api import CheckContext
+from pluginctx import make_ctx
 from cockpit_runbooks import load_runbooks, plugin
 from cockpit_runbooks.context import RunContext
 from cockpit_runbooks.screen import RunbookScreen
@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 async def test_screen_shows_steps_evidence_findings_and_argv():
     books, _ = load_runbooks()
     log = str(DATA / "xid-dmesg" / "modal-docs-gpu-health-xid79-line.txt")
-    rc = RunContext(CheckContext(backend=None, config={}), node="gpu07", kernel_logs=(log,))
+    rc = RunContext(make_ctx(), node="gpu07", kernel_logs=(log,))
     screen = RunbookScreen(books["gpu-xid"], rc)
 
     class _App(App):
@@ -35,7 +35,8 @@ async def test_screen_shows_steps_evidence_findings_and_argv():
         evidence = "\n".join(screen.query_one("#rb-evidence", Log).lines)
     assert "Xid 79 -> RESTART_BM" in evidence
     assert "GPU has fallen off the bus" in found
-    # no actions layer in this context: the action step says so instead of acting
-    assert screen.outcomes["reboot"].status == "skipped" and "no actions layer" in screen.outcomes["reboot"].why
-    assert "skipped" in steps
+    # a post-mortem names the node, so the reboot is proposed with its exact argv, not run
+    assert screen.outcomes["reboot"].status == "proposed"
+    assert screen.outcomes["reboot"].argv[0][:3] == ["scontrol", "reboot", "ASAP"]
+    assert "proposed" in steps
     assert plugin.screens["runbook"] == "cockpit_runbooks.screen:RunbookScreen"

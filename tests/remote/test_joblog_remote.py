@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from clusterlib import cancel, run, submit, wait_for
-from cockpit.backends.local import LocalRunner
+from cockpit.runner import LocalRunner
 from cockpit.backends.slurm_cli import SlurmCliBackend
 from cockpit.core.joblog import JobLogError, find_job, open_job_output
 

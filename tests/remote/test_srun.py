@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.backends.local import LocalRunner
+from cockpit.runner import LocalRunner
 from cockpit.remote.pool import SshPool
 from cockpit.remote.runner import SshRunner
 from cockpit.remote.srun import srun_argv, srun_fanout

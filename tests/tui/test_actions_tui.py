@@ -28,6 +28,11 @@ class AdminFake(FakeBackend):
         super().__init__()
         self.done: list[tuple] = []
 
+    def action_executor(self, config):
+        from cockpit.backends._demo.executor import DemoExecutor
+
+        return DemoExecutor(self)
+
     def cancel_job(self, job):
         if job == "105":
             raise KeyError("Access/permission denied")
@@ -161,7 +166,7 @@ async def test_follow_log_screen_shows_new_lines_sanitized(tmp_path):
 
 @pytest.mark.cluster
 async def test_cancel_a_real_job_from_the_tui(cluster, tmp_path):
-    from cockpit.backends.local import LocalRunner
+    from cockpit.runner import LocalRunner
     from cockpit.backends.slurm_cli import SlurmCliBackend
 
     env = dict(os.environ, SLURM_CONF=cluster["SLURM_CONF"])

@@ -9,7 +9,8 @@ from cockpit.config import Config, General, Refresh, Tui
 from cockpit.core.audit import read_audit
 from cockpit.plugins import loader
 from cockpit.tui.app import CockpitApp
-from cockpit.tui.screens.plugin_forms import ConfirmLaunch, LayoutForm
+from cockpit.tui.screens.actions import ConfirmAction
+from cockpit.tui.screens.plugin_forms import LayoutForm
 
 from .fakes import NOW, FakeBackend
 from .test_pilot import screen_text, settle
@@ -22,11 +23,25 @@ class ActingFake(FakeBackend):
         super().__init__()
         self.done: list[tuple] = []
 
+    def action_executor(self, config):
+        from cockpit.backends._demo.executor import DemoExecutor
+
+        return DemoExecutor(self)
+
+    def probe_runner(self, config):
+        from cockpit.remote.probes import NoProbes
+
+        return NoProbes("the fake cluster has no nodes to ask")
+
     def drain_node(self, node, reason):
         self.done.append(("drain", node, reason))
 
     def cancel_job(self, job):
         self.done.append(("cancel", job))
+
+    def submit_batch(self, script):
+        self.done.append(("submit", script))
+        return 4242
 
 
 def _config(tmp_path, **general):
@@ -70,7 +85,7 @@ async def test_palette_lists_every_plugin_command_and_opens_the_nccl_screen(tmp_
         await pilot.pause(0.5)
         await pilot.press("enter")
         screen = await wait_screen_named(pilot, app, "TuiNcclScreen")
-        assert screen.context.backend is app.backend and screen.context.actions is not None
+        assert screen.context.actions.read_only is False and screen.context.simulated is False
 
 
 async def test_job_row_opens_the_layout_form_then_the_layout_screen(tmp_path):
@@ -135,9 +150,9 @@ async def test_read_only_refuses_plugin_actions_and_audits_the_refusal(tmp_path)
         screen = await wait_screen_named(pilot, app, "TuiNcclScreen")
         screen.query_one("#nodes").value = "gpu[01-02]"
         screen.action_start()
-        await pilot.pause(0.2)
-        assert not isinstance(app.screen, ConfirmLaunch)  # refused before asking
-        assert any("read-only mode" in n and "nccl.submit-benchmark" in n for n in notes(app)), notes(app)
+        await wait_for(pilot, lambda: "read-only mode" in str(screen.query_one("#verdict").render()),
+                       what="the refusal")
+        assert not isinstance(app.screen, ConfirmAction)  # refused before asking
         await pilot.press("escape")
         await pilot.press("2")
         await settle(pilot, app)
@@ -149,23 +164,23 @@ async def test_read_only_refuses_plugin_actions_and_audits_the_refusal(tmp_path)
         assert rb.mode == "propose" and app.screen is rb  # no acting run started
     assert backend.done == []
     audit = read_audit(tmp_path / "audit.jsonl")
-    assert [(r["action"], r["result"]) for r in audit] == [("nccl.submit-benchmark", "refused"),
+    assert [(r["action"], r["result"]) for r in audit] == [("submit", "refused"),
                                                            ("runbooks.gpu-xid", "refused")]
     assert audit[0]["targets"] == ["gpu[01-02]"]
 
 
 async def test_plugin_actions_ask_before_running(tmp_path):
     """Plugins' actions in the TUI pass the confirming gate: "n" runs nothing, "y" runs it."""
-    from cockpit.core.actions import Actions
-    from cockpit.core.action_exec import DemoExecutor
-    from cockpit.tui.plugin_support import ConfirmingActions, Declined
+    from cockpit.backends._demo.executor import DemoExecutor
+    from cockpit.core.actions import Actions, Declined
+    from cockpit.tui.plugin_support import dialog_confirm
     from cockpit.tui.screens.actions import ConfirmAction
 
     backend = ActingFake()
     app = CockpitApp(backend, _config(tmp_path), clock=lambda: NOW)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)
-        gate = ConfirmingActions(app, Actions(DemoExecutor(backend)))
+        gate = Actions(DemoExecutor(backend), confirm=dialog_confirm(app))
         plan = gate.plan("drain", ["gpu03"], reason="Xid 79: GPU fallen off the bus")
         task = app.run_worker(gate.execute(plan), exit_on_error=False)
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmAction), what="confirmation")
@@ -221,18 +236,21 @@ async def test_nccl_launch_is_confirmed_and_audited_and_keys_are_in_help(tmp_pat
         screen = await wait_screen_named(pilot, app, "TuiNcclScreen")
         assert screen.query_one("#nodes").value == "gpu[01-02]"  # the marked nodes
         launched: list[str] = []
-        screen.run_check = lambda: launched.append(screen.query_one("#nodes").value)  # no real sbatch here
-        screen.action_start()
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmLaunch), what="launch confirmation")
+        backend = app.backend
+        screen.action_start()  # the gate's own dialog: the exact argv and the script
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmAction), what="launch confirmation")
         await pilot.pause(0.1)
-        assert "on gpu[01-02]" in screen_text(app)
+        text = screen_text(app)
+        assert "sbatch --parsable" in text and "gpu[01-02]" in text and "#SBATCH" in text
         await pilot.press("n")
-        await pilot.pause(0.1)
-        assert launched == []
+        await wait_for(pilot, lambda: "declined" in str(screen.query_one("#verdict").render()), what="declined")
+        assert backend.done == [] and read_audit(tmp_path / "audit.jsonl") == []
         screen.action_start()
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmLaunch), what="launch confirmation")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmAction), what="launch confirmation")
         await pilot.press("y")
-        await wait_for(pilot, lambda: launched, what="the launch")
-    assert launched == ["gpu[01-02]"]
-    (rec,) = read_audit(tmp_path / "audit.jsonl")
-    assert (rec["action"], rec["result"], rec["targets"], rec["mode"]) == ("nccl.submit-benchmark", "launched", ["gpu[01-02]"], "all")
+        await wait_for(pilot, lambda: backend.done, what="the submission")
+    assert backend.done[0][0] == "submit" and "--nodelist=gpu[01-02]" in backend.done[0][1]
+    recs = read_audit(tmp_path / "audit.jsonl")
+    assert [(r["action"], r["argv"][0], r["result"]) for r in recs] == [("submit", "mkdir", "done"), ("submit", "sbatch", "done")]
+    assert recs[1]["targets"] == ["gpu[01-02]"] and recs[1]["value"] == "4242" and "#SBATCH" in recs[1]["stdin"]
+

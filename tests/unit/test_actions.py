@@ -58,7 +58,7 @@ def test_node_argv(name, params, argv):
 
 def test_every_action_has_a_test_above():
     tested = {"cancel", "signal", "requeue", "requeuehold", "hold", "release", "timelimit", "top", "nice",
-              "drain", "resume", "down", "undrain", "reboot"}
+              "drain", "resume", "down", "undrain", "reboot", "submit"}  # submit: tests/unit/test_gate.py
     assert set(ACTIONS) == tested
 
 

@@ -12,11 +12,16 @@ import os
 
 import pytest
 
-from cockpit.backends.base import CommandResult
-from cockpit.core.action_exec import DemoExecutor, SlurmExecutor, _minutes
-from cockpit.core.actions import Actions, Params, build_plan
+from cockpit.runner import CommandResult
+from cockpit.backends._demo.executor import DemoExecutor
+from cockpit.backends.slurm_exec import SlurmExecutor, _minutes
+from cockpit.core.actions import Actions, Params, build_plan, yes_policy
 from cockpit.core.audit import AuditLog, read_audit
 from cockpit.errors import CommandTimeout, ConfigError, ReadOnlyError
+
+
+# These tests exercise execution: the operator has said yes (the policy tests: test_gate.py).
+YES = yes_policy(True)
 
 
 class ScriptedRunner:
@@ -42,7 +47,7 @@ class ScriptedRunner:
 
 def _actions(tmp_path, runner, read_only=False, read_back=False):
     audit = AuditLog(tmp_path / "state" / "audit.jsonl")
-    return Actions(SlurmExecutor(runner, read_back=read_back), read_only=read_only, audit=audit), audit
+    return Actions(SlurmExecutor(runner, read_back=read_back), read_only=read_only, audit=audit, confirm=YES), audit
 
 
 async def test_read_only_refuses_runs_nothing_and_audits_the_refusal(tmp_path):
@@ -148,7 +153,7 @@ async def test_node_read_back_uses_slurms_state_not_a_lookalike_in_the_reason(tm
 async def test_bin_dir_prefixes_the_program(tmp_path):
     runner = ScriptedRunner()
     ex = SlurmExecutor(runner, bin_dir="/opt/slurm/bin", read_back=False)
-    out = await Actions(ex).run("release", ["3"])
+    out = await Actions(ex, confirm=YES).run("release", ["3"])
     assert runner.calls == [("/opt/slurm/bin/scontrol", "release", "3")]
     assert out.results[0].argv[0] == "/opt/slurm/bin/scontrol"
 
@@ -157,7 +162,7 @@ async def test_unwritable_audit_log_stops_the_action_before_it_runs(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     runner = ScriptedRunner()
-    actions = Actions(SlurmExecutor(runner), audit=AuditLog(blocker / "audit.jsonl"))
+    actions = Actions(SlurmExecutor(runner), audit=AuditLog(blocker / "audit.jsonl"), confirm=YES)
     with pytest.raises(ConfigError, match="audit log .* not writable"):
         await actions.run("cancel", ["1"])
     assert runner.calls == []
@@ -181,7 +186,7 @@ class DemoCluster:
 async def test_demo_executor_goes_through_the_same_gate(tmp_path):
     demo = DemoCluster()
     audit = AuditLog(tmp_path / "a.jsonl")
-    actions = Actions(DemoExecutor(demo), audit=audit)
+    actions = Actions(DemoExecutor(demo), audit=audit, confirm=YES)
     out = await actions.run("drain", ["node01", "bad1"], reason="ECC")
     assert demo.drained == {"node01": "ECC"}
     assert [r.status for r in out.results] == ["done", "failed"]
@@ -189,7 +194,7 @@ async def test_demo_executor_goes_through_the_same_gate(tmp_path):
     assert not (await actions.run("cancel", ["5"])).ok
     assert not (await actions.run("hold", ["5"])).ok  # no such demo method: failed, never "done"
     assert [r["executor"] for r in read_audit(audit.path)] == ["demo (simulated)"] * 4
-    ro = Actions(DemoExecutor(demo), read_only=True, audit=audit)
+    ro = Actions(DemoExecutor(demo), read_only=True, audit=audit, confirm=YES)
     with pytest.raises(ReadOnlyError):
         await ro.run("drain", ["node02"], reason="x")
     assert "node02" not in demo.drained
@@ -213,7 +218,7 @@ async def test_the_real_demo_backend_through_the_same_gate(tmp_path):
     pending = next(j for j in jobs if j.state == "PENDING")
     node = (await demo.fetch_nodes())[0].name
     audit = AuditLog(tmp_path / "a.jsonl")
-    actions = Actions(DemoExecutor(demo), audit=audit)
+    actions = Actions(DemoExecutor(demo), audit=audit, confirm=YES)
     out = await actions.run("hold", [str(pending.job_id), "99999999"])
     assert [r.status for r in out.results] == ["done", "failed"]
     assert out.results[1].detail.endswith("Invalid job id specified")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cockpit.backends.local import LocalRunner
+from cockpit.runner import LocalRunner
 from cockpit.backends.slurm_cli import SlurmCliBackend
 from cockpit.backends.slurm_text import parse_scontrol_partitions, parse_topology
 

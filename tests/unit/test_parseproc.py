@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.backends.local import LocalRunner
+from cockpit.runner import LocalRunner
 from cockpit.backends.replay import ReplayBackend
 from cockpit.backends.slurm_cli import SlurmCliBackend
 from cockpit.backends.slurm_json import parse_scontrol_nodes, parse_squeue
-from cockpit.core.parseproc import ParseWorker
+from cockpit.backends.parseproc import ParseWorker
 from cockpit.core.poller import Poller
 from cockpit.errors import CommandFailed, CommandNotFound, CommandTimeout, ParseError
 

@@ -17,12 +17,13 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input, OptionList, RichLog, Select, Static
 from textual.widgets.option_list import Option
 
 from cockpit.core.actions import ACTIONS, REASON_TEMPLATES, SIGNALS, Actions, Outcome, Params, Plan, build_plan, make_reason
+from cockpit.core.text import sanitize
 from cockpit.errors import CockpitError
 
 _CSS = """
@@ -30,6 +31,7 @@ ActionModal { align: center middle; }
 ActionModal > Vertical { width: 90%; max-width: 110; height: auto; max-height: 90%;
     border: thick $warning; background: $surface; padding: 1 2; }
 ActionModal .argv { color: $text; background: $panel; padding: 0 1; height: auto; max-height: 16; }
+ActionModal .script { background: $panel; padding: 0 1; height: auto; max-height: 12; }
 ActionModal Horizontal { height: auto; margin-top: 1; }
 ActionModal OptionList { height: auto; max-height: 18; }
 """
@@ -130,6 +132,9 @@ class ConfirmAction(ActionModal):
             yield Static(head)
             yield Static(Text("targets: " + _short(self.plan.targets, 400)))
             yield Static(Text("\n".join(self.plan.describe())), classes="argv", id="argv")
+            for script in self.plan.scripts():  # what sbatch gets on stdin, exactly
+                with VerticalScroll(classes="script"):
+                    yield Static(Text("\n".join(sanitize(line) for line in script.splitlines())), id="script")
             with Horizontal():
                 yield Button("Run (y)", variant="error" if spec.dangerous else "primary", id="yes")
                 yield Button("Cancel (n)", id="no")
@@ -193,7 +198,7 @@ class JobLogScreen(Screen):
 
     def _start(self) -> None:
         from cockpit.core.joblog import JobLogError, open_job_output
-        from cockpit.core.text import clean
+        from cockpit.core.text import clean, sanitize
         from cockpit.tui.screens.jobprocs import node_access
 
         log = self.query_one(RichLog)
@@ -212,7 +217,7 @@ class JobLogScreen(Screen):
     @work(exclusive=True, group="joblog")
     async def _follow(self, out: Any) -> None:
         from cockpit.core.joblog import JobLogError
-        from cockpit.core.text import clean
+        from cockpit.core.text import clean, sanitize
 
         log = self.query_one(RichLog)
         try:
@@ -235,20 +240,14 @@ def _short(targets: tuple[str, ...], limit: int = 120) -> str:
 
 
 def actions_for_app(app: Any) -> Actions | None:
-    """The Actions gate for the app's backend; None when it cannot act (replay, pyslurm)."""
-    from cockpit.core.action_exec import DemoExecutor, SlurmExecutor
-    from cockpit.core.audit import AuditLog
+    """The gate for the app's backend; None when it cannot act (a replay)."""
     from cockpit.config import Config
+    from cockpit.core.actions import actions_for_backend
+    from cockpit.tui.plugin_support import dialog_confirm
 
-    cfg = app.config or Config()
-    runner = getattr(app.backend, "runner", None)
-    if runner is not None:
-        executor: Any = SlurmExecutor(runner, bin_dir=cfg.general.slurm_bin_dir)
-    elif callable(getattr(app.backend, "drain_node", None)) or callable(getattr(app.backend, "cancel_job", None)):
-        executor = DemoExecutor(app.backend)
-    else:
-        return None
-    return Actions(executor, read_only=bool(app.read_only), audit=AuditLog.from_config(cfg))
+    actions = actions_for_backend(app.backend, app.config or Config(), read_only=bool(app.read_only),
+                                  confirm=dialog_confirm(app))
+    return actions if actions.executor is not None else None
 
 
 def current_targets(app: Any) -> tuple[str, tuple[str, ...]]:
@@ -290,10 +289,10 @@ async def action_flow(app: Any, kind: str, targets: tuple[str, ...], name: str |
     except CockpitError as exc:
         app.notify(str(exc), severity="error", timeout=8)
         return None
-    if not await app.push_screen_wait(ConfirmAction(plan, actions.executor.description)):
+    if not await app.push_screen_wait(ConfirmAction(plan, actions.description)):
         return None
     try:
-        outcome = await actions.execute(plan)
+        outcome = await actions.execute(plan, confirmed=True)  # the dialog above asked
     except CockpitError as exc:
         app.notify(str(exc), severity="error", timeout=8)
         return None

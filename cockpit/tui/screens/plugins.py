@@ -232,8 +232,7 @@ def open_nccl(app: Any) -> None:
 
 
 def nccl_screen(base: type) -> type:
-    """The plugin's NCCL screen, with its launch gated: read-only refuses (audited),
-    the operator confirms what is submitted, and the launch and verdict are audited."""
+    """The plugin's NCCL screen, opened on the selected nodes."""
 
     class TuiNcclScreen(base):
         def __init__(self, context: Any, nodes: str = "") -> None:
@@ -245,48 +244,13 @@ def nccl_screen(base: type) -> type:
             if self.initial_nodes:
                 self.query_one("#nodes", Input).value = self.initial_nodes
 
-        def _choice(self) -> tuple[str, str, str]:
-            return (self.query_one("#nodes", Input).value.strip(), str(self.query_one("#engine", Select).value),
-                    str(self.query_one("#mode", Select).value))
-
         def action_start(self) -> None:
-            nodes, engine, mode = self._choice()
-            actions = self.context.actions
-            try:
-                if actions is not None:
-                    actions.refuse_if_read_only("nccl.submit-benchmark", (nodes,) if nodes else ())
-                elif self.context.read_only:
-                    raise ReadOnlyError("read-only mode: refusing to submit an NCCL benchmark job")
-            except ReadOnlyError as exc:
-                self._set_verdict(Text(str(exc), style="bold red"))
-                self.app.notify(str(exc), severity="error", timeout=10)
-                return
-            if not nodes:
+            # Each submission is confirmed by the gate's dialog (argv and script), refused
+            # and audited in read-only mode, and audited with Slurm's answer.
+            if not self.query_one("#nodes", Input).value.strip():
                 self.app.notify("give the nodes to test, e.g. node[01-04]", severity="warning")
                 return
-            lines = [f"sbatch: {engine} benchmark, mode {mode}, on {nodes}",
-                     f"through {getattr(self.context.runner, 'description', None) or 'the Slurm host'}",
-                     "each job is followed, then its output is parsed and judged"]
-
-            def answer(yes: bool | None) -> None:
-                if yes:
-                    self._audit("launched", nodes, engine=engine, mode=mode)
-                    base.action_start(self)
-
-            self.app.push_screen(ConfirmLaunch("Submit NCCL benchmark job(s)?", lines), callback=answer)
-
-        def show_result(self, result: Any) -> None:
-            super().show_result(result)
-            self._audit(result.severity.name, self._choice()[0], summary=str(result.summary)[:300])
-
-        def _audit(self, outcome: str, nodes: str, **fields: Any) -> None:
-            audit = getattr(self.context.actions, "audit", None)
-            if audit is None:
-                return
-            try:
-                audit.event("nccl.submit-benchmark", (nodes,), outcome, **fields)
-            except CockpitError as exc:
-                self.app.notify(str(exc), severity="error")
+            base.action_start(self)
 
     return TuiNcclScreen
 

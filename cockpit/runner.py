@@ -1,4 +1,9 @@
-"""The local Runner: a subprocess with an argv list, never a shell."""
+"""The Runner seam: one program given as an argv list, its result, and the local Runner.
+
+Used alike by the backends (Slurm commands), by :mod:`cockpit.remote` (the SSH
+Runner implements the same Protocol) and by the parse worker. Nothing above a
+Runner may assume a local process.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,58 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
-from cockpit.backends.base import CommandResult
 from cockpit.errors import CommandNotFound, CommandTimeout
+
+# The largest kernel pipe buffer asked for (the default is 64 KB).
+PIPE_SIZE = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+    def err_text(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """Runs one program given as an argv list (never a shell string)."""
+
+    description: str
+
+    async def run(
+        self, argv: Sequence[str], *, timeout: float | None = None, stdin: bytes | None = None
+    ) -> CommandResult:
+        """Run argv; raise CommandNotFound / CommandTimeout. A non-zero exit is
+        returned, not raised: callers decide whether it is an error."""
+        ...
+
+
+def widen_pipe(transport: Any, size: int = PIPE_SIZE) -> None:
+    """Grow a pipe's kernel buffer (64 KB by default) to ``size``: 100+ MB pass
+    through the event loop per refresh, and each wake-up moves 16x more. Best effort."""
+    try:
+        import fcntl
+
+        pipe = transport.get_extra_info("pipe")
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, size)
+    except (AttributeError, ImportError, OSError, ValueError):
+        pass  # not Linux, or above /proc/sys/fs/pipe-max-size: the default works, slower
 
 
 class LocalRunner:
@@ -72,8 +126,6 @@ class LocalRunner:
             raise CommandNotFound(f"{argv[0]}: command not found on PATH") from None
         except PermissionError:
             raise CommandNotFound(f"{argv[0]}: not executable") from None
-        from cockpit.core.parseproc import widen_pipe
-
         widen_pipe(proc._transport.get_pipe_transport(1))  # noqa: SLF001 - fewer wake-ups for 100+ MB
         err_task = asyncio.ensure_future(proc.stderr.read())
         try:

@@ -17,7 +17,7 @@ Where the output comes from:
   runs it through its Runner and streams the bytes here as data frames, while
   Deltas come back on the other pipe.
 
-The worker is ``python -m cockpit.core.parseproc`` started with asyncio's
+The worker is ``python -m cockpit.backends.parseproc`` started with asyncio's
 subprocess support: a fresh interpreter (exec, like multiprocessing's "spawn"),
 so nothing of the parent's threads or event loop is inherited, the parent's
 ``__main__`` (the ``cockpit`` script, a bench) is not re-imported as
@@ -48,6 +48,7 @@ from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, BinaryIO
 
 from cockpit.errors import CockpitError, CommandFailed, CommandNotFound, CommandTimeout, ParseError
+from cockpit.runner import widen_pipe
 
 _LEN = 8
 _ABORT = (1 << 64) - 1  # a data-frame length meaning "the source failed: drop this request"
@@ -243,17 +244,6 @@ def _drain(chunks: Generator[bytes, None, None], run: Any) -> bool:
 
 
 # -- parent side ----------------------------------------------------------------
-def widen_pipe(transport: Any, size: int = _DATA_FRAME) -> None:
-    """Grow a pipe's kernel buffer (64 KB by default) to ``size``: 100+ MB pass
-    through the event loop per refresh, and each wake-up moves 16x more. Best effort."""
-    try:
-        import fcntl
-
-        pipe = transport.get_extra_info("pipe")
-        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, size)
-    except (AttributeError, ImportError, OSError, ValueError):
-        pass  # not Linux, or above /proc/sys/fs/pipe-max-size: the default works, slower
-
 class ParseWorker:
     """One worker process; requests are served one at a time, in order.
 
@@ -291,7 +281,7 @@ class ParseWorker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                self.python, "-m", "cockpit.core.parseproc",
+                self.python, "-m", "cockpit.backends.parseproc",
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL, env=env,
             )

@@ -9,7 +9,8 @@ the result in three layers, because Slurm's exit status alone is not enough:
    (``squeue``/``scontrol show node``) and a target that is not in the
    expected state is a failure ("job had already finished (COMPLETED)").
 
-:class:`DemoExecutor` applies the same steps to the embedded demo cluster.
+A submission (``sbatch --parsable`` with the script on stdin) is done when
+sbatch answered a job id and squeue knows that job.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import re
 from typing import Any
 
-from cockpit.core.actions import ActionSpec, Params, Step, TargetResult
+from cockpit.models.actions import ActionSpec, Params, Step, TargetResult
 from cockpit.errors import CockpitError, CommandFailed
 
 _ERROR_LINE = re.compile(r"(^|\b)(error|fatal)\b", re.IGNORECASE)
@@ -71,8 +72,9 @@ class SlurmExecutor:
     async def execute(self, spec: ActionSpec, step: Step, params: Params) -> TargetResult:
         """Run one step; never raises for Slurm's or the runner's failures."""
         argv = self._prog(step.argv)
+        stdin = step.stdin.encode() if step.stdin is not None else None
         try:
-            res = await self.runner.run(list(argv))
+            res = await self.runner.run(list(argv), stdin=stdin) if stdin is not None else await self.runner.run(list(argv))
         except CockpitError as exc:  # missing program, timeout, SSH down
             return TargetResult(step.target, argv, "failed", str(exc))
         err = res.err_text().strip()
@@ -81,10 +83,21 @@ class SlurmExecutor:
             return TargetResult(step.target, argv, "failed", err or out or f"exit status {res.returncode}", res.returncode)
         if any(_ERROR_LINE.search(line) for line in err.splitlines()):
             return TargetResult(step.target, argv, "failed", err, res.returncode)
+        if spec.name == "submit" and step.argv[0] == "sbatch":
+            return await self._submitted(step, argv, out, err, res.returncode)
         problem = await self._verify(spec, step, params) if self.read_back else None
         if problem:
             return TargetResult(step.target, argv, "failed", problem, res.returncode)
         return TargetResult(step.target, argv, "done", err or out, res.returncode)
+
+    async def _submitted(self, step: Step, argv: tuple[str, ...], out: str, err: str, rc: int) -> TargetResult:
+        # --parsable prints "jobid" or "jobid;cluster".
+        first = out.split(";")[0].strip()
+        if not first.isdecimal():
+            return TargetResult(step.target, argv, "failed", f"sbatch answered no job id: {(out or err)[:80]!r}", rc)
+        if self.read_back and await self._job_fields(first) is None:
+            return TargetResult(step.target, argv, "failed", f"sbatch answered job {first}, but squeue does not know it", rc, first)
+        return TargetResult(step.target, argv, "done", f"Submitted batch job {first}", rc, first)
 
     async def _verify(self, spec: ActionSpec, step: Step, p: Params) -> str | None:
         """Read the target back; a message when it is not as the action promised."""
@@ -147,47 +160,3 @@ class SlurmExecutor:
         if action == "reboot" and "REBOOT" not in state and not drain:
             return f"no reboot pending (State={state})"
         return None
-
-
-class DemoExecutor:
-    """Applies steps to the demo backend through its admin methods (cancel_job, drain_node ...)."""
-
-    description = "demo (simulated)"
-
-    def __init__(self, backend: Any) -> None:
-        self.backend = backend
-
-    def supports(self, spec: ActionSpec) -> bool:
-        """Whether the demo backend implements this action (the TUI may hide the rest)."""
-        return bool(spec.demo_method) and callable(getattr(self.backend, spec.demo_method, None))
-
-    async def execute(self, spec: ActionSpec, step: Step, params: Params) -> TargetResult:
-        """Call the demo method; its exceptions become a failed result."""
-        method = getattr(self.backend, spec.demo_method, None) if spec.demo_method else None
-        if not callable(method):
-            name = getattr(self.backend, "name", "this backend")
-            return TargetResult(step.target, step.argv, "failed", f"{name} cannot {spec.name}")
-        kwargs = {k: getattr(params, k) for k in _DEMO_KWARGS.get(spec.name, ())}
-        try:
-            res = method(step.target, **kwargs)
-            if hasattr(res, "__await__"):
-                res = await res
-        except CommandFailed as exc:  # the demo speaks Slurm's words: keep them verbatim
-            return TargetResult(step.target, step.argv, "failed", exc.stderr.strip() or str(exc), exc.returncode)
-        except (CockpitError, KeyError, ValueError) as exc:
-            msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-            return TargetResult(step.target, step.argv, "failed", str(msg), 1)
-        if res is False:
-            return TargetResult(step.target, step.argv, "failed", "refused by the demo cluster", 1)
-        return TargetResult(step.target, step.argv, "done", res if isinstance(res, str) else "", 0)
-
-
-# Which Params the demo methods take, by action (positional target first).
-_DEMO_KWARGS = {
-    "signal": ("signal",),
-    "timelimit": ("time_limit",),
-    "nice": ("nice",),
-    "drain": ("reason",),
-    "down": ("reason",),
-    "reboot": ("reason", "nextstate"),
-}
