@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cockpit.core.text import sanitize
+from cockpit.text import sanitize
 from cockpit.errors import CockpitError
 from cockpit.remote.pool import SshPool
 
