@@ -9,6 +9,10 @@ the result in three layers, because Slurm's exit status alone is not enough:
    (``squeue``/``scontrol show node``) and a target that is not in the
    expected state is a failure ("job had already finished (COMPLETED)").
 
+When there is no evidence either way the result is ``unknown``, never done or
+failed: the command timed out or its connection broke after it was sent, or
+the read-back could not reach the controller. :meth:`reread` looks again.
+
 A submission (``sbatch --parsable`` with the script on stdin) is done when
 sbatch answered a job id and squeue knows that job.
 """
@@ -20,8 +24,10 @@ import re
 from typing import Any
 
 from cockpit.models.actions import ActionSpec, Params, Step, TargetResult
-from cockpit.errors import CockpitError, CommandFailed
+from cockpit.errors import CockpitError, CommandNotFound
 
+# Slurm's words when a request was sent but no answer came back: it may have been applied.
+_SENT_NO_ANSWER = re.compile(r"Socket timed out on send/recv|Zero Bytes were transmitted or received", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"(^|\b)(error|fatal)\b", re.IGNORECASE)
 _FINISHED = {"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
              "DEADLINE", "PREEMPTED", "SPECIAL_EXIT"}
@@ -75,38 +81,64 @@ class SlurmExecutor:
         stdin = step.stdin.encode() if step.stdin is not None else None
         try:
             res = await self.runner.run(list(argv), stdin=stdin) if stdin is not None else await self.runner.run(list(argv))
-        except CockpitError as exc:  # missing program, timeout, SSH down
+        except CommandNotFound as exc:  # nothing ran
             return TargetResult(step.target, argv, "failed", str(exc))
+        except CockpitError as exc:  # timeout, SSH down: it may have reached slurmctld
+            return TargetResult(step.target, argv, "unknown", f"outcome unknown: {exc}")
         err = res.err_text().strip()
         out = res.text().strip()
+        if res.returncode != 0 and _SENT_NO_ANSWER.search(err):
+            return TargetResult(step.target, argv, "unknown", f"outcome unknown: {err}", res.returncode)
         if res.returncode != 0:
             return TargetResult(step.target, argv, "failed", err or out or f"exit status {res.returncode}", res.returncode)
         if any(_ERROR_LINE.search(line) for line in err.splitlines()):
             return TargetResult(step.target, argv, "failed", err, res.returncode)
         if spec.name == "submit" and step.argv[0] == "sbatch":
             return await self._submitted(step, argv, out, err, res.returncode)
-        problem = await self._verify(spec, step, params) if self.read_back else None
+        try:
+            problem = await self._verify(spec, step, params) if self.read_back else None
+        except CockpitError as exc:
+            return TargetResult(step.target, argv, "unknown",
+                                f"Slurm accepted it ({err or out or 'exit 0'}), but the read-back failed: {exc}",
+                                res.returncode)
         if problem:
             return TargetResult(step.target, argv, "failed", problem, res.returncode)
         return TargetResult(step.target, argv, "done", err or out, res.returncode)
+
+    async def reread(self, spec: ActionSpec, step: Step, params: Params) -> TargetResult | None:
+        """Read an ``unknown`` step's target again: done or failed with the evidence,
+        or None while the controller still does not answer."""
+        argv = self._prog(step.argv)
+        if spec.name == "submit" or not self.read_back:
+            return None  # a lost job id cannot be found again safely; the operator checks squeue
+        try:
+            problem = await self._verify(spec, step, params)
+        except CockpitError:
+            return None
+        if problem:
+            return TargetResult(step.target, argv, "failed", f"read back after the controller returned: {problem}")
+        return TargetResult(step.target, argv, "done", "read back after the controller returned")
 
     async def _submitted(self, step: Step, argv: tuple[str, ...], out: str, err: str, rc: int) -> TargetResult:
         # --parsable prints "jobid" or "jobid;cluster".
         first = out.split(";")[0].strip()
         if not first.isdecimal():
             return TargetResult(step.target, argv, "failed", f"sbatch answered no job id: {(out or err)[:80]!r}", rc)
-        if self.read_back and await self._job_fields(first) is None:
+        try:
+            known = await self._job_fields(first) is not None if self.read_back else True
+        except CockpitError as exc:  # sbatch's job id is Slurm's own word that it took the job
+            return TargetResult(step.target, argv, "done", f"Submitted batch job {first} (not read back: {exc})", rc, first)
+        if not known:
             return TargetResult(step.target, argv, "failed", f"sbatch answered job {first}, but squeue does not know it", rc, first)
         return TargetResult(step.target, argv, "done", f"Submitted batch job {first}", rc, first)
 
     async def _verify(self, spec: ActionSpec, step: Step, p: Params) -> str | None:
         """Read the target back; a message when it is not as the action promised."""
-        try:
-            if spec.kind == "node":
-                return await self._verify_node(spec.name, step.target)
+        if spec.kind == "node":
+            return await self._verify_node(spec.name, step.target)
+        if spec.kind == "job":
             return await self._verify_job(spec.name, step.target, p)
-        except CockpitError:
-            return None  # the action was accepted; a failed read-back proves nothing either way
+        return None
 
     async def _job_fields(self, job: str) -> tuple[str, str, str, str, str] | None:
         # Only Slurm-made columns: a job name could imitate "JobState=" in scontrol's line.
@@ -151,12 +183,15 @@ class SlurmExecutor:
         state = m.group(1).upper()
         flags = set(re.split(r"[+*]", state))
         drain = bool({"DRAIN", "DRAINED", "DRAINING"} & flags)
+        # Slurm accepted the command, so a node in another state was changed since:
+        # say so rather than report another operator's result as ours.
+        since = "; it changed after our command (another operator?)"
         if action == "drain" and not drain:
-            return f"node not draining (State={state})"
+            return f"node not draining (State={state}){since}"
         if action in ("resume", "undrain") and drain:
-            return f"node still draining (State={state})"
+            return f"node still draining (State={state}){since}"
         if action == "down" and "DOWN" not in flags:
-            return f"node not down (State={state})"
+            return f"node not down (State={state}){since}"
         if action == "reboot" and "REBOOT" not in state and not drain:
             return f"no reboot pending (State={state})"
         return None

@@ -64,11 +64,13 @@ def print_outcome(outcome: Any, as_json: bool) -> None:
         for line in outcome.plan.describe():
             print(f"  {_clean(line)}")
         return
-    n_fail = len(outcome.failed)
-    print(f"{outcome.plan.spec.name}: {len(res) - n_fail} done, {n_fail} failed")
+    n_unknown = sum(1 for r in res if r.unknown)
+    n_fail = len(outcome.failed) - n_unknown
+    print(f"{outcome.plan.spec.name}: {len(res) - n_fail - n_unknown} done, {n_fail} failed"
+          + (f", {n_unknown} outcome unknown (read it back: cockpit snapshot)" if n_unknown else ""))
     width = max(len(r.target) for r in res)
     for r in res:
-        label = "done" if r.ok else "FAILED"
+        label = "done" if r.ok else "UNKNOWN" if r.unknown else "FAILED"
         detail = _clean(r.detail).replace("\n", "\n" + " " * (width + 11))
         print(f"  {r.target:<{width}}  {label:<6}  {detail}".rstrip())
 

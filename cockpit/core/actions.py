@@ -11,8 +11,13 @@ validated); :class:`Actions` executes a plan through the backend's executor
 3. confirmed by the session's policy: the TUI's dialog showing the argv,
    ``--yes`` headless (without it :class:`ConfirmationNeeded` carries the plan
    back to be printed, exit 2), or the caller's own dialog (``confirmed=True``);
-4. executed step by step, one audit line per step with Slurm's own words;
+4. executed step by step: an audit line saying the step starts is written
+   first (a step whose line cannot be written does not run), then one with
+   its result in Slurm's own words;
 5. read back by the executor (a target not in the promised state is a failure).
+   Without evidence either way (the controller died mid-call) the step is
+   ``unknown``: the gate reads it again while the controller comes back
+   (``settle``) and audits what it then finds, never done or failed unproven.
 
 Reasons: a drain/down/reboot reason is either free text, used exactly as
 typed, or a template label optionally followed by ``": " + detail``
@@ -23,6 +28,7 @@ records who set it and when, and the audit log records that cockpit did it.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shlex
 import uuid
@@ -260,12 +266,15 @@ class Actions:
     (None: nothing runs unconfirmed, :class:`ConfirmationNeeded`)."""
 
     def __init__(self, executor: Any, *, read_only: bool = False, audit: Any = None,
-                 confirm: Confirm | None = None, cannot_act: str = "") -> None:
+                 confirm: Confirm | None = None, cannot_act: str = "",
+                 settle: Sequence[float] = (1.0, 2.0, 4.0, 8.0, 15.0)) -> None:
         self.executor = executor
         self.read_only = read_only
         self.audit = audit
         self.confirm = confirm
         self.cannot_act = cannot_act or "this backend cannot act on the cluster"
+        # Pauses between re-reads of an ``unknown`` step (30 s in all by default).
+        self.settle = tuple(settle)
 
     @property
     def description(self) -> str:
@@ -313,18 +322,44 @@ class Actions:
         if not dry_run and not confirmed:
             await self._confirmed(plan)
         results = []
-        for step in plan.steps:
+        for n, step in enumerate(plan.steps):
             if dry_run:
                 res = TargetResult(step.target, step.argv, "dry-run")
             else:
+                self._audit_start(plan, step, n, invocation, note)
                 res = await self.executor.execute(plan.spec, step, plan.params)
+                if res.unknown:
+                    res = await self._settle(plan, step, res)
             if self.audit is not None:
                 self.audit.record(plan, res, invocation=invocation, dry_run=dry_run,
-                                  executor=self.description, stdin=step.stdin, note=note)
+                                  executor=self.description, stdin=step.stdin, note=note, step=n)
             results.append(res)
             if not res.ok and not dry_run and len(plan.targets) == 1 and len(plan.steps) > 1:
                 break  # a multi-step plan on one target stops at its first failed step
         return Outcome(plan, tuple(results), dry_run, invocation)
+
+    def _audit_start(self, plan: Plan, step: Step, n: int, invocation: str, note: str) -> None:
+        """The line that says a step starts; raises ConfigError (and the step does not
+        run) when it cannot be written: a full or read-only filesystem."""
+        if self.audit is None:
+            return
+        try:
+            self.audit.started(plan, step, invocation=invocation, executor=self.description, note=note, step=n)
+        except CockpitError as exc:
+            raise type(exc)(f"{exc}: nothing more was run" + (f" ({n} of {len(plan.steps)} steps had run)" if n else "")) from None
+
+    async def _settle(self, plan: Plan, step: Step, res: TargetResult) -> TargetResult:
+        """Re-read an ``unknown`` step's target while the controller comes back."""
+        reread = getattr(self.executor, "reread", None)
+        if reread is None:
+            return res
+        for pause in self.settle:
+            await asyncio.sleep(pause)
+            found = await reread(plan.spec, step, plan.params)
+            if found is not None:
+                return TargetResult(found.target, res.argv, found.status, f"{res.detail}; {found.detail}",
+                                    res.returncode, res.value)
+        return res
 
     async def run(self, name: str, targets: Sequence[str], *, dry_run: bool = False, **params: Any) -> Outcome:
         """Plan and execute in one call (confirmed by the session's policy).

@@ -88,13 +88,27 @@ class AuditLog:
             "action": action,
         }
 
+    def started(self, plan: Any, action_step: Any, *, invocation: str, executor: str = "", note: str = "",
+                step: int = 0) -> None:
+        """The line written before a step runs (``result: "started"``); its result line
+        follows. A started line with no result after it means cockpit stopped mid-action.
+        Raises ConfigError: then the step is not run."""
+        rec = self._base(plan.spec.name)
+        rec.update(invocation=invocation, step=step, kind=plan.spec.kind, target=action_step.target,
+                   targets=list(plan.targets), argv=list(action_step.argv), params=plan.params.to_dict(),
+                   executor=executor, dry_run=False, result="started")
+        if note:
+            rec["note"] = note
+        self.append(rec)
+
     def record(self, plan: Any, result: Any, *, invocation: str, dry_run: bool, executor: str = "",
-               stdin: str | None = None, note: str = "") -> None:
+               stdin: str | None = None, note: str = "", step: int = 0) -> None:
         """One line for one step of a Plan (see cockpit.core.actions); ``stdin`` is the
         script a submission sent, ``note`` why cockpit acted by itself (a cleanup)."""
         rec = self._base(plan.spec.name)
         rec.update(
             invocation=invocation,
+            step=step,
             kind=plan.spec.kind,
             target=result.target,
             targets=list(plan.targets),
@@ -129,13 +143,30 @@ class AuditLog:
         self.append(rec)
 
 
-def read_audit(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Parse an audit file; raises ValueError naming the first bad line."""
-    out = []
+def read_audit(path: str | os.PathLike[str], *, raw: bool = False) -> list[dict[str, Any]]:
+    """The audit records of a file, one per step: a step's "started" line is folded
+    into its result line; a started line that no result followed stays, with
+    ``result: "unknown"`` (cockpit stopped mid-action). ``raw``: every line as written.
+
+    Raises ValueError naming the first bad line."""
+    lines = []
     with open(path, encoding="ascii") as fh:
         for n, line in enumerate(fh, 1):
             try:
-                out.append(json.loads(line))
+                lines.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{n}: not JSON: {exc}") from None
+    if raw:
+        return lines
+    out: list[dict[str, Any]] = []
+    pending: dict[tuple, int] = {}  # (invocation, step) -> index in out of its started line
+    for rec in lines:
+        key = (rec.get("invocation"), rec.get("step"))
+        if rec.get("result") == "started":
+            pending[key] = len(out)
+            out.append(dict(rec, result="unknown", error="started, but no result was recorded"))
+        elif key in pending and rec.get("invocation"):
+            out[pending.pop(key)] = rec
+        else:
+            out.append(rec)
     return out

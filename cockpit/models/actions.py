@@ -132,7 +132,7 @@ class Step:
 class TargetResult:
     target: str
     argv: tuple[str, ...]
-    status: str  # "done", "failed", "dry-run"
+    status: str  # "done", "failed", "unknown" (no evidence either way), "dry-run"
     detail: str = ""  # Slurm's own words (stderr verbatim) or why it failed
     returncode: int | None = None
     value: str = ""  # what the step produced that callers need (a submitted job's id)
@@ -140,6 +140,11 @@ class TargetResult:
     @property
     def ok(self) -> bool:
         return self.status in ("done", "dry-run")
+
+    @property
+    def unknown(self) -> bool:
+        """The command may or may not have taken effect (the controller stopped answering)."""
+        return self.status == "unknown"
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "argv": list(self.argv), "status": self.status,

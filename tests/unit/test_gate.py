@@ -201,3 +201,39 @@ async def test_no_probes_answer_why_without_running_anything():
     with pytest.raises(UsageError):
         await probes.on_nodes(["n1"], ["scancel", "1"])
     assert json.dumps({"x": (await probes.on_slurm_host(["cat", "/x"])).error})
+
+
+async def test_the_audit_line_comes_first_and_a_crash_mid_step_reads_as_unknown(tmp_path):
+    class Crash(Recorder):
+        async def execute(self, spec, step, params):
+            raise KeyboardInterrupt  # cockpit dies while the command runs
+
+    path = tmp_path / "a.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        await Actions(Crash(), audit=AuditLog(path), confirm=yes_policy(True)).execute(build_plan("resume", ["n1"]))
+    (rec,) = read_audit(path)
+    assert rec["result"] == "unknown" and "no result was recorded" in rec["error"] and rec["target"] == "n1"
+    assert [r["result"] for r in read_audit(path, raw=True)] == ["started"]
+
+
+async def test_an_unknown_step_is_read_again_until_there_is_evidence(tmp_path):
+    from cockpit.models.actions import TargetResult
+
+    class Flaky(Recorder):
+        rereads = 0
+
+        async def execute(self, spec, step, params):
+            return TargetResult(step.target, step.argv, "unknown", "outcome unknown: timed out", None)
+
+        async def reread(self, spec, step, params):
+            self.rereads += 1
+            return None if self.rereads < 3 else TargetResult(step.target, step.argv, "done", "read back")
+
+    ex = Flaky()
+    out = await Actions(ex, audit=AuditLog(tmp_path / "a.jsonl"), confirm=yes_policy(True),
+                        settle=(0, 0, 0, 0)).execute(build_plan("hold", ["7"]))
+    assert out.ok and ex.rereads == 3 and out.results[0].detail == "outcome unknown: timed out; read back"
+    ex2 = Flaky()
+    ex2.rereads = -100  # never finds evidence within the settle schedule
+    out2 = await Actions(ex2, confirm=yes_policy(True), settle=(0, 0)).execute(build_plan("hold", ["7"]))
+    assert out2.results[0].status == "unknown" and not out2.ok
