@@ -22,14 +22,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"cockpit: error: {message}\n")
 
 
+_GLOBAL_OPTIONS: tuple[tuple[str, dict], ...] = (
+    ("--config", {"metavar": "FILE", "help": "config file (default: $COCKPIT_CONFIG, XDG, /etc)"}),
+    ("--demo", {"action": "store_true", "help": "use the embedded simulated cluster"}),
+    ("--replay", {"metavar": "DIR", "help": "read a directory made by 'cockpit record'"}),
+    ("--host", {"metavar": "HOST", "help": "run Slurm commands on HOST over SSH"}),
+    ("--cluster", {"metavar": "NAME", "help": "use [clusters.NAME] from the config"}),
+    ("--backend", {"choices": ("auto", "slurm-cli", "pyslurm", "demo")}),
+    ("--read-only", {"action": "store_true", "help": "refuse every action"}),
+)
+
+
 def _global_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="FILE", help="config file (default: $COCKPIT_CONFIG, XDG, /etc)")
-    p.add_argument("--demo", action="store_true", help="use the embedded simulated cluster")
-    p.add_argument("--replay", metavar="DIR", help="read a directory made by 'cockpit record'")
-    p.add_argument("--host", metavar="HOST", help="run Slurm commands on HOST over SSH")
-    p.add_argument("--cluster", metavar="NAME", help="use [clusters.NAME] from the config")
-    p.add_argument("--backend", choices=("auto", "slurm-cli", "pyslurm", "demo"))
-    p.add_argument("--read-only", action="store_true", help="refuse every action")
+    for flag, kw in _GLOBAL_OPTIONS:
+        p.add_argument(flag, **kw)
+
+
+def _global_options_after(parser: argparse.ArgumentParser) -> None:
+    """Accept the global flags after a subcommand too (`cockpit snapshot --demo`), as
+    kubectl does. SUPPRESS: a flag not given there leaves the one given before it."""
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps subparsers only here
+        if not isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            continue
+        for sub in dict.fromkeys(action.choices.values()):
+            for flag, kw in _GLOBAL_OPTIONS:
+                if flag not in sub._option_string_actions:  # noqa: SLF001 - a command's own flag wins
+                    sub.add_argument(flag, **{**kw, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS})
+            _global_options_after(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         register = getattr(module, "register", None)
         if register is not None:
             register(sub)
+    _global_options_after(parser)
     return parser
 
 

@@ -135,3 +135,29 @@ def test_unknown_state_is_named(tmp_path):
     assert proc.returncode == 1
     assert "EXPLODING" in proc.stderr and "Traceback" not in proc.stderr
     assert json.loads(proc.stdout)["jobs"], "the rest of the data is still shown"
+
+
+@pytest.mark.parametrize("argv", [
+    ["snapshot", "--demo", "--format", "json"],
+    ["--demo", "snapshot", "--format", "json"],
+    ["snapshot", "--format", "json", "--demo"],
+])
+def test_global_flags_before_or_after_the_subcommand(argv):
+    proc = cockpit(*argv)
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["simulated"] is True and doc["source"].startswith("demo: simulated")
+
+
+def test_replay_flag_after_the_subcommand():
+    src = _recorded_dir()
+    before = json.loads(cockpit("--replay", str(src), "snapshot", "--format", "json").stdout)
+    after = json.loads(cockpit("snapshot", "--replay", str(src), "--format", "json").stdout)
+    assert after["nodes"] == before["nodes"] and after["source"].startswith("replay of ")
+
+
+def test_a_global_flag_after_a_nested_subcommand_is_honoured(tmp_path):
+    # --read-only after `job cancel` refuses (exit 2) and --demo after it keeps Slurm untouched.
+    proc = cockpit("job", "cancel", "48213", "--demo", "--read-only", "--yes",
+                   env={"XDG_STATE_HOME": str(tmp_path)})
+    assert proc.returncode == 2 and "read-only mode: refusing to cancel 48213" in proc.stderr
