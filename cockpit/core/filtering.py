@@ -5,6 +5,7 @@ A filter is what an operator types after ``/``::
     gpu drain                 plain words: every word must appear somewhere in the row
     state:drain user:alice    field terms: the field's text contains the value (case-insensitive)
     state:drain,down          a comma means "any of"
+    state:PD  state:R,CG      Slurm's short state codes (squeue %t, sinfo %t) mean their state
     -state:idle  state!=idle  negation
     gpus>0  mem>=512 time<60  numeric comparisons (>, >=, <, <=, =, !=)
 
@@ -26,6 +27,18 @@ _TERM = re.compile(r"^(?P<neg>-)?(?P<field>[A-Za-z_][\w.]*)(?P<op>:|!=|>=|<=|=|>
 _NUMERIC_OPS = (">", ">=", "<", "<=")
 
 Predicate = Callable[[Sequence[Any], str], bool]
+
+# squeue's compact job state codes and sinfo's node state abbreviations that are not
+# already a part of the state's word ("mix" is in "mixed", "drng" is not in "draining").
+STATE_CODES = {
+    "pd": "pending", "r": "running", "cg": "completing", "cd": "completed", "ca": "cancelled",
+    "f": "failed", "to": "timeout", "nf": "node_fail", "pr": "preempted", "s": "suspended",
+    "st": "stopped", "bf": "boot_fail", "dl": "deadline", "oom": "out_of_memory", "rq": "requeued",
+    "rh": "requeue_hold", "rs": "resizing", "rv": "revoked", "se": "special_exit", "so": "stage_out",
+    "cf": "configuring", "rd": "resv_del_hold", "si": "signaling",
+    "drng": "draining", "futr": "future", "resv": "reserved", "inval": "invalid", "plnd": "planned",
+    "npc": "not_responding",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +73,10 @@ def parse_query(text: str, fields: Iterable[str], aliases: Mapping[str, str] | N
             op, neg = "=", not neg
         if op in _NUMERIC_OPS and _number(value) is None:
             raise UsageError(f"{m['field']}{op}{value}: {value!r} is not a number")
-        terms.append(Term(field, op, value.lower(), neg))
+        value = value.lower()
+        if field.lower() == "state" and op in (":", "="):
+            value = ",".join(STATE_CODES.get(o, o) for o in value.split(","))
+        terms.append(Term(field, op, value, neg))
     return tuple(terms)
 
 

@@ -86,3 +86,19 @@ def test_digits_that_are_not_decimal_sort_as_text():
     # found by hypothesis: '¹'.isdigit() is True but int('¹') raises; a job name with
     # a superscript crashed the sort
     assert sort_order(["a", "b", "c"], [("x¹",), ("x2",), ("x10",)], 0) == ["b", "c", "a"]
+
+
+def test_slurm_short_state_codes_filter_too():
+    jobs = {"p": ("1", "⏸ PENDING", "ann", "train", 8), "r": ("2", "▶ RUNNING", "bob", "train", 8),
+            "cg": ("3", "… COMPLETING", "cy", "debug", 0), "ca": ("4", "✗ CANCELLED", "di", "debug", 0)}
+
+    def keep_jobs(query):
+        pred = compile_query(query, FIELDS)
+        return sorted(k for k, v in jobs.items() if pred(v, " ".join(map(str, v)).lower()))
+
+    assert keep_jobs("state:PD") == ["p"]
+    assert keep_jobs("state:R") == ["r"]  # RUNNING, not every state with an "r" in it
+    assert keep_jobs("state:R,CG") == ["cg", "r"]
+    assert keep_jobs("-state:PD") == ["ca", "cg", "r"]
+    assert keep("state:drng") == ["d"]  # sinfo's abbreviation of draining
+    assert parse_query("user:PD", FIELDS)[0].value == "pd"  # codes are for the state field only
