@@ -269,3 +269,92 @@ def slow_node(env: Mapping[str, str], node: str, rate: str) -> AbstractContextMa
     """slow_link for a whole test-cluster node, like a slow NIC: its address, and its slurmd
     (so every job task started there afterwards). Raises SlowLinkError / OSError."""
     return slow_link(node_addr(env, node), rate, [node_slurmd_pid(env, node)])
+
+
+# --- A slow controller: its port rate-limited, or the daemon stopped (SIGSTOP) -------------
+
+def slowport_on(addr: str, port: int | str, rate: str) -> None:
+    """Rate-limit TCP to and from ADDR:PORT only (tests/cluster/slowlink port), e.g.
+    slurmctld's 127.0.0.1:6817, while every other flow keeps its loopback speed.
+
+    Raises SlowLinkError as slowlink_on does. Pair it with slowlink_off(), or use slow_port()."""
+    _slowlink("port", addr, str(port), rate)
+
+
+@contextmanager
+def slow_port(addr: str, port: int | str, rate: str) -> Iterator[str]:
+    """Context manager: ADDR:PORT at RATE for the block, always removed after it. Yields ADDR:PORT."""
+    slowport_on(addr, port, rate)
+    try:
+        yield f"{addr}:{port}"
+    finally:
+        slowlink_off()
+
+
+def daemon_pid(env: Mapping[str, str], host: str, daemon: str) -> int:
+    """The pid of HOST's DAEMON (head/slurmctld, node03/slurmd, node03/sshd) from up's pid
+    files. Raises OSError when the file is missing, ValueError when it holds no pid."""
+    run_dir = Path(env.get("COCKPIT_TEST_CLUSTER_RUN", str(RUN_DIR)))
+    return int((run_dir / "pids" / f"{host}.{daemon}.pid").read_text().split()[0])
+
+
+def ctld_pid(env: Mapping[str, str]) -> int:
+    """slurmctld's pid (head.slurmctld.pid). Raises OSError / ValueError as daemon_pid."""
+    return daemon_pid(env, "head", "slurmctld")
+
+
+def proc_state(pid: int) -> str:
+    """The one-letter state of /proc/PID/stat (R, S, T for stopped ...), "" when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[int]:
+    """Context manager: PID stopped with SIGSTOP for the block (a frozen daemon), SIGCONT
+    after it, also when the block fails. Waits until the kernel reports it stopped (T) before
+    the block runs. Raises ProcessLookupError when PID does not exist."""
+    import signal
+
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: proc_state(pid) in ("T", "t", ""), timeout=10, interval=0.02)
+        yield pid
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def descendants(pid: int) -> set[int]:
+    """PID and every process below it now (read from /proc: the parent of each process)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdecimal():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = {pid}, [pid]
+    while todo:
+        for kid in children.get(todo.pop(), ()):
+            if kid not in found:
+                found.add(kid)
+                todo.append(kid)
+    return found
+
+
+_SS_PID = re.compile(r"pid=(\d+)")
+
+
+def tcp_clients_of(addr: str, port: int | str) -> set[int]:
+    """PIDs of processes holding a TCP connection to ADDR:PORT now (``ss -tnp``): a client
+    of a stopped daemon shows up here, its connection accepted by the kernel's backlog."""
+    res = subprocess.run(["ss", "-Htnp", "dst", f"{addr}:{port}"], capture_output=True, text=True, timeout=10)
+    return {int(p) for p in _SS_PID.findall(res.stdout)}
