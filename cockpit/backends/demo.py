@@ -7,8 +7,11 @@ and a heterogeneous job. Everything it returns is marked simulated.
 
 The simulation is deterministic: the same seed and the same clock readings
 give the same snapshots, so a frozen clock makes the TUI's snapshot tests
-stable. Actions (cancel, drain, resume, hold, release, requeue) change the
-simulated state and fail with Slurm's own words for unknown ids.
+stable. Actions (cancel, drain, resume, hold, release, requeue, reboot) change
+the simulated state and fail with Slurm's own words for unknown ids. Batch
+scripts submitted to it become simulated jobs (_demo/batch.py), and its probe
+runner answers read-only commands from the simulated nodes (_demo/nodes.py):
+nothing the demo does runs a program on this machine.
 """
 
 from __future__ import annotations
@@ -18,16 +21,20 @@ import time
 from collections.abc import Callable
 
 from cockpit.backends._demo import scenario
-from cockpit.backends._demo.state import FINISHED_STATES, PENDING, RUNNING, SimJob, SimNode, job_model, node_model
-from cockpit.backends.slurm_text import duration_minutes
-from cockpit.errors import CommandFailed, ParseError
+from cockpit.backends._demo.admin import DemoAdmin
+from cockpit.backends._demo.batch import Submissions
+from cockpit.backends._demo.files import DemoFiles
+from cockpit.backends._demo.state import job_model, node_model
+from cockpit.errors import CommandFailed
+from cockpit.hostlist import collapse
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 
 SLURM_VERSION = "24.11.5"
+REBOOT_S = 180  # seconds a node takes to reboot once idle
 
 
-class DemoBackend:
-    """Backend protocol over a simulated cluster (plus simple admin actions)."""
+class DemoBackend(DemoAdmin):
+    """Backend protocol over a simulated cluster (plus the admin actions of DemoAdmin)."""
 
     name = "demo"
     description = "demo (simulated cluster)"
@@ -48,6 +55,8 @@ class DemoBackend:
         self.operator = operator  # the user name actions are recorded under
         self._sc = scenario.build(seed, int(self.clock()), nodes, gpus_per_node)
         self._sim = self._sc.sim
+        self._files = DemoFiles(self)  # the shared filesystem: job outputs
+        self._batch = Submissions(self)  # jobs submitted with submit_batch
 
     # -- what acts and probes for the demo: the simulated cluster, never this machine --
     def action_executor(self, config: object = None):
@@ -73,7 +82,27 @@ class DemoBackend:
 
     @property
     def xid_node(self) -> str:
+        """The node drained for Xid 79; its kernel log and nvidia-smi show the lost GPU."""
         return self._sc.xid_node
+
+    @property
+    def xid_gpu(self) -> int:
+        """The index of the xid node's GPU that fell off the bus."""
+        return self._sc.xid_gpu
+
+    @property
+    def slow_nccl_node(self) -> str:
+        """The node at ~30% of its peers' NCCL bandwidth (debug partition, dgx051 of 64)."""
+        return self._sc.slow_nccl_node
+
+    @property
+    def straggler_node(self) -> str:
+        """The hung job's node whose rank is stuck outside the all_reduce."""
+        return self._sc.straggler_node
+
+    @property
+    def straggler_rank(self) -> int:
+        return self._sc.straggler_rank
 
     @property
     def down_node(self) -> str:
@@ -108,7 +137,22 @@ class DemoBackend:
     def _now(self) -> int:
         now = self.clock()
         self._sim.advance(now)
+        self._reboots(int(now))
         return int(now)
+
+    def _reboots(self, now: int) -> None:
+        """Nodes asked to reboot come back REBOOT_S after they were asked, once idle."""
+        for node in self._sim.nodes.values():
+            if node.reboot is None or node.cpu_alloc or now < node.reboot[1] + REBOOT_S:
+                continue
+            nextstate, asked = node.reboot
+            node.reboot, node.boot_time = None, asked + REBOOT_S
+            if nextstate == "down":
+                node.down = True
+            else:
+                node.drain = node.down = node.not_responding = False
+                node.reason = node.reason_user = node.reason_time = None
+            self._sim.schedule(now)
 
     async def version(self) -> str:
         return SLURM_VERSION
@@ -130,6 +174,7 @@ class DemoBackend:
     async def snapshot(self) -> ClusterSnapshot:
         fetched = self.clock()
         self._sim.advance(fetched)
+        self._reboots(int(fetched))
         return ClusterSnapshot(
             nodes=self._nodes(),
             partitions=tuple(self._sim.partitions.values()),
@@ -144,185 +189,37 @@ class DemoBackend:
     async def close(self) -> None:
         return None
 
+    async def fetch_job(self, job_id: int | str) -> Job | None:
+        """One job (``123`` or an array task ``123_4``); None once squeue forgot it."""
+        self._now()
+        try:
+            return job_model(self._job([], job_id, ""))
+        except CommandFailed:
+            return None
+
+    async def job_state(self, job_id: int | str) -> tuple[str, str]:
+        """(state, reason) as squeue prints them; ("GONE", "") once forgotten. A job
+        submitted to the demo moves on at each look (see _demo/batch.py)."""
+        now = self._now()
+        text = str(job_id).strip()
+        got = self._batch.state(int(text), now) if text.isdecimal() else None
+        if got is not None:
+            return got
+        try:
+            job = self._job([], text, "")
+        except CommandFailed:
+            return "GONE", ""
+        return job.state, "" if job.reason == "None" else job.reason
+
+    async def job_excluded_nodes(self, job_id: int | str) -> str:
+        """The job's ExcNodeList as a hostlist ("" for none or an unknown job)."""
+        try:
+            return collapse(self._job([], job_id, "").excluded)
+        except CommandFailed:
+            return ""
+
     def _nodes(self) -> tuple[Node, ...]:
         return tuple(node_model(n) for n in self._sim.nodes.values())
 
     def _jobs(self) -> tuple[Job, ...]:
         return tuple(job_model(self._sim.jobs[k]) for k in sorted(self._sim.jobs))
-
-    # -- actions -------------------------------------------------------------
-    async def cancel_job(self, job_id: int | str) -> None:
-        """``scancel``: the job (and its array tasks / het components) ends CANCELLED.
-        Raises CommandFailed for an unknown or finished job."""
-        argv = ["scancel", str(job_id)]
-        now = self._now()
-        job = self._job(argv, job_id, "scancel: error: Kill job error on job id {}: ")
-        if job.state in FINISHED_STATES:
-            raise CommandFailed(argv, 1, f"scancel: error: Kill job error on job id {job_id}: "
-                                         "Job/step already completing or completed")
-        for target in self._family(job):
-            if target.state in (PENDING, RUNNING):
-                self._sim.finish(target, "CANCELLED", now, exit_code=0)
-        self._sim.schedule(now)
-
-    async def hold_job(self, job_id: int | str) -> None:
-        """``scontrol hold``. Raises CommandFailed unless the job is pending."""
-        argv = ["scontrol", "hold", str(job_id)]
-        self._now()
-        job = self._job(argv, job_id, "scontrol: error: ")
-        if job.state != PENDING:
-            raise CommandFailed(argv, 1, f"scontrol: error: Job is no longer pending execution for job {job_id}")
-        job.held, job.reason = "admin", "JobHeldAdmin"
-
-    async def release_job(self, job_id: int | str) -> None:
-        """``scontrol release``. Raises CommandFailed unless the job is pending."""
-        argv = ["scontrol", "release", str(job_id)]
-        now = self._now()
-        job = self._job(argv, job_id, "scontrol: error: ")
-        if job.state != PENDING:
-            raise CommandFailed(argv, 1, f"scontrol: error: Job is no longer pending execution for job {job_id}")
-        job.held, job.reason = None, "None"
-        self._sim.schedule(now)
-
-    async def requeue_job(self, job_id: int | str) -> None:
-        """``scontrol requeue``: a running or finished job goes back to the queue.
-        Raises CommandFailed for an unknown or pending job."""
-        argv = ["scontrol", "requeue", str(job_id)]
-        now = self._now()
-        job = self._job(argv, job_id, "scontrol: error: ")
-        if job.state == PENDING:
-            raise CommandFailed(argv, 1, f"scontrol: error: Job is pending execution for job {job_id}")
-        for target in self._family(job):
-            if target.state != PENDING:
-                self._sim.requeue(target, now)
-        self._sim.schedule(now)
-
-    async def drain_node(self, name: str, reason: str) -> None:
-        """``scontrol update NodeName=.. State=DRAIN Reason=..``. Running jobs go on;
-        nothing new starts there. Raises CommandFailed for an unknown node or no reason."""
-        argv = ["scontrol", "update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}"]
-        now = self._now()
-        node = self._node(argv, name)
-        if not reason or not reason.strip():
-            raise CommandFailed(argv, 1, "You must specify a reason when DOWNING or DRAINING a node. Request denied")
-        node.drain, node.reason, node.reason_user, node.reason_time = True, reason, self.operator, now
-
-    async def resume_node(self, name: str) -> None:
-        """``scontrol update NodeName=.. State=RESUME``. Raises CommandFailed for an
-        unknown node or one that is neither drained nor down."""
-        argv = ["scontrol", "update", f"NodeName={name}", "State=RESUME"]
-        now = self._now()
-        node = self._node(argv, name)
-        if not (node.drain or node.down):
-            raise CommandFailed(argv, 1, "slurm_update error: Invalid node state specified")
-        node.drain = node.down = node.not_responding = False
-        node.reason = node.reason_user = node.reason_time = None
-        self._sim.schedule(now)
-
-    async def requeue_hold_job(self, job_id: int | str) -> None:
-        """``scontrol requeuehold``: requeue, then hold. Raises CommandFailed as requeue_job."""
-        await self.requeue_job(job_id)
-        for target in self._family(self._job([], job_id, "")):
-            target.held, target.reason = "admin", "JobHeldAdmin"
-
-    async def signal_job(self, job_id: int | str, signal: str = "TERM") -> None:
-        """``scancel --signal``: simulated processes ignore it. Raises CommandFailed
-        for an unknown or finished job."""
-        argv = ["scancel", f"--signal={signal}", str(job_id)]
-        self._now()
-        job = self._job(argv, job_id, "scancel: error: Kill job error on job id {}: ")
-        if job.state in FINISHED_STATES:
-            raise CommandFailed(argv, 1, f"scancel: error: Kill job error on job id {job_id}: "
-                                         "Job/step already completing or completed")
-
-    async def undrain_node(self, name: str) -> None:
-        """``State=UNDRAIN``: clear the drain flag only. Raises CommandFailed for an
-        unknown node or one that is not drained."""
-        argv = ["scontrol", "update", f"NodeName={name}", "State=UNDRAIN"]
-        now = self._now()
-        node = self._node(argv, name)
-        if not node.drain:
-            raise CommandFailed(argv, 1, "slurm_update error: Invalid node state specified")
-        node.drain = False
-        if not node.down:
-            node.reason = node.reason_user = node.reason_time = None
-        self._sim.schedule(now)
-
-    async def set_node_down(self, name: str, reason: str) -> None:
-        """``State=DOWN Reason=..``: jobs on the node end NODE_FAIL, as in Slurm.
-        Raises CommandFailed for an unknown node or no reason."""
-        argv = ["scontrol", "update", f"NodeName={name}", "State=DOWN", f"Reason={reason}"]
-        now = self._now()
-        node = self._node(argv, name)
-        if not reason or not reason.strip():
-            raise CommandFailed(argv, 1, "You must specify a reason when DOWNING or DRAINING a node. Request denied")
-        for job_id in {j for j in node.owners if j is not None}:
-            job = self._sim.jobs.get(job_id)
-            if job is not None and job.state == RUNNING:
-                self._sim.finish(job, "NODE_FAIL", now, exit_code=1)
-        node.down, node.reason, node.reason_user, node.reason_time = True, reason, self.operator, now
-        self._sim.schedule(now)
-
-    async def set_time_limit(self, job_id: int | str, time_limit: str) -> None:
-        """``scontrol update JobId=.. TimeLimit=..`` (Slurm's time syntax).
-        Raises CommandFailed for an unknown or finished job or a bad limit."""
-        argv = ["scontrol", "update", f"JobId={job_id}", f"TimeLimit={time_limit}"]
-        self._now()
-        job = self._job(argv, job_id, "scontrol: error: ")
-        if job.state in FINISHED_STATES:
-            raise CommandFailed(argv, 1, f"scontrol: error: Job has already finished for job {job_id}")
-        try:
-            minutes = duration_minutes(str(time_limit))
-        except ParseError:
-            raise CommandFailed(argv, 1, f"scontrol: error: Invalid TimeLimit value: {time_limit}") from None
-        job.time_limit = minutes if minutes is not None else 0
-
-    async def top_job(self, job_id: int | str) -> None:
-        """``scontrol top``: first among its user's pending jobs. Raises CommandFailed
-        unless the job is pending."""
-        argv = ["scontrol", "top", str(job_id)]
-        self._now()
-        job = self._job(argv, job_id, "scontrol: error: ")
-        if job.state != PENDING:
-            raise CommandFailed(argv, 1, f"scontrol: error: Job is no longer pending execution for job {job_id}")
-        mine = [j.priority for j in self._sim.jobs.values() if j.user == job.user and j.state == PENDING]
-        job.priority = max(mine) + 1
-
-    async def nice_job(self, job_id: int | str, nice: int) -> None:
-        """``scontrol update JobId=.. Nice=N``: lower the priority by N. Raises
-        CommandFailed unless the job is pending."""
-        argv = ["scontrol", "update", f"JobId={job_id}", f"Nice={nice}"]
-        self._now()
-        job = self._job(argv, job_id, "scontrol: error: ")
-        if job.state != PENDING:
-            raise CommandFailed(argv, 1, f"scontrol: error: Job is no longer pending execution for job {job_id}")
-        job.priority = max(0, job.priority - int(nice))
-
-    # -- lookups -------------------------------------------------------------
-    def _job(self, argv: list[str], job_id: int | str, prefix: str) -> SimJob:
-        """The job for ``123`` or an array task ``123_4``; CommandFailed if unknown."""
-        text = str(job_id).strip()
-        head, _, task = text.partition("_")
-        job = None
-        if head.isdecimal() and not task:
-            job = self._sim.jobs.get(int(head))
-        elif head.isdecimal() and task.isdecimal():
-            job = next((j for j in self._sim.jobs.values()
-                        if j.array_job_id == int(head) and j.array_task_id == int(task)), None)
-        if job is None:
-            raise CommandFailed(argv, 1, prefix.format(text) + "Invalid job id specified")
-        return job
-
-    def _family(self, job: SimJob) -> list[SimJob]:
-        """What Slurm acts on for this id: a whole array for the array's id, every
-        component for a het leader, else the job alone."""
-        if job.array_job_id == job.job_id or (job.het_job_id == job.job_id and job.het_offset == 0):
-            key = "array_job_id" if job.array_job_id == job.job_id else "het_job_id"
-            return [j for j in self._sim.jobs.values() if getattr(j, key) == job.job_id]
-        return [job]
-
-    def _node(self, argv: list[str], name: str) -> SimNode:
-        node = self._sim.nodes.get(name)
-        if node is None:
-            raise CommandFailed(argv, 1, "slurm_update error: Invalid node name specified")
-        return node

@@ -231,6 +231,7 @@ async def test_the_real_demo_backend_through_the_same_gate(tmp_path):
     assert [r.status for r in out.results] == ["done", "failed"]
     assert next(n for n in await demo.fetch_nodes() if n.name == node).reason == "ECC; $(id)"
     assert "Invalid node name specified" in out.results[1].detail
-    out = await actions.run("reboot", [node], reason="x")  # the demo cannot reboot: failed, never done
-    assert not out.ok
-    assert len(read_audit(audit.path)) == 5
+    out = await actions.run("reboot", [node, "nodeXX"], reason="x")  # drained now, rebooted once idle
+    assert [r.status for r in out.results] == ["done", "failed"]
+    assert "reboot_requested" in next(n for n in await demo.fetch_nodes() if n.name == node).flags
+    assert len(read_audit(audit.path)) == 6

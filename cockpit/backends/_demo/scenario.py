@@ -55,6 +55,13 @@ class Scenario:
     draining_node: str
     array_job_id: int
     het_job_id: int
+    # The node whose NCCL bandwidth is ~30% of its peers' (a degraded IB rail): in the
+    # debug partition, where an operator runs benchmarks (dgx051 on the 64-node demo).
+    slow_nccl_node: str = ""
+    xid_gpu: int = 3  # the GPU index of xid_node that fell off the bus
+    straggler_node: str = ""  # the hung job's node whose rank is stuck elsewhere
+    straggler_rank: int = 0  # that rank: stuck reading its next batch, not in the all_reduce
+    xid_time: int = 0  # when xid_node's GPU fell off the bus (its kernel log's Xid 79)
 
 
 def node_names(count: int) -> list[str]:
@@ -148,7 +155,9 @@ def build(seed: int, start: int, count: int, gpus: int) -> Scenario:
     sim = Simulation(nodes, parts, start, rng)
     sim.next_id = FIRST_JOB_ID
     train = list(parts[0].nodes)
-    sc = Scenario(sim, topo, 0, start - 2832, train[12], train[len(train) - 9], train[20], 0, 0)
+    sc = Scenario(sim, topo, 0, start - 2832, train[12], train[len(train) - 9], train[20], 0, 0,
+                  slow_nccl_node=parts[1].nodes[2], xid_gpu=min(3, gpus - 1), straggler_node=train[5],
+                  straggler_rank=5 * gpus + min(3, gpus - 1))
     _broken_nodes(sc, start)
     _special_running(sc, start, gpus)
     _fill(sim, rng, start, gpus)
@@ -162,6 +171,7 @@ def _broken_nodes(sc: Scenario, t0: int) -> None:
     xid = sc.sim.nodes[sc.xid_node]
     xid.drain, xid.reason, xid.reason_user = True, "Xid 79: GPU has fallen off the bus", "root"
     xid.reason_time = t0 - 2 * 3600 - 13 * 60
+    sc.xid_time = xid.reason_time - 47  # a health check drained it 47 s after the Xid
     down = sc.sim.nodes[sc.down_node]
     down.down = down.not_responding = True
     down.reason, down.reason_user, down.reason_time = "Not responding", "slurm", t0 - 5 * 3600 - 120

@@ -208,7 +208,7 @@ class Simulation:
             pool = [self.nodes[n] for n in job.req_nodes]
         elif pool is None:
             pool = [self.nodes[n] for n in self.partitions[job.partition].nodes]
-        cands = [n for n in pool if self.fits(n, job)]
+        cands = [n for n in pool if self.fits(n, job) and n.name not in job.excluded]
         if len(cands) < job.node_count:
             return None
         if job.req_nodes:

@@ -40,6 +40,7 @@ class SimNode:
     reason: str | None = None
     reason_user: str | None = None
     reason_time: int | None = None
+    reboot: tuple[str, int] | None = None  # scontrol reboot ASAP: (nextstate, when asked)
 
     def __post_init__(self) -> None:
         if not self.owners:
@@ -85,6 +86,7 @@ class SimJob:
     begin_time: int | None = None
     depends_on: int | None = None
     req_nodes: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()  # ExcNodeList: never placed there
     array_job_id: int | None = None
     array_task_id: int | None = None
     array_pending: list[int] = field(default_factory=list)  # tasks not started (remainder record)
@@ -94,6 +96,7 @@ class SimJob:
     work_dir: str = ""
     command: str = ""
     stdout: str = ""
+    script: str = ""  # the batch script of a job submitted to the demo (sbatch on stdin)
     gone_at: int | None = None  # when squeue stops listing it (MinJobAge)
     _model: Job | None = field(default=None, repr=False, compare=False)
 
@@ -142,6 +145,8 @@ def node_model(n: SimNode) -> Node:
         flags.add("drain")
     if n.not_responding:
         flags.add("not_responding")
+    if n.reboot is not None:
+        flags.add("reboot_requested")
     if n.down:
         state = "down"
     elif alloc_cpus == 0 and not used:
