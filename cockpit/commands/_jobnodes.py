@@ -51,10 +51,13 @@ async def job_tail(args: argparse.Namespace, session: Any) -> int:
 
     if args.lines < 0:
         raise UsageError(f"--lines must be 0 or more, got {args.lines}")
+    from cockpit.commands.exec import simulated_nodes
+
     job = await find_job(session.backend, args.job)
-    out = open_job_output(job, stderr=args.stderr, where=args.where,
+    demo = simulated_nodes(session)  # a simulated job's output is on its simulated node, never here
+    out = open_job_output(job, stderr=args.stderr, where="node" if demo is not None else args.where,
                           remote_session=bool(session.config.general.host),
-                          settings=_node_settings(session, args))
+                          settings=_node_settings(session, args), pool=demo)
     label = "stderr" if args.stderr else "stdout"
     how = " (over SSH)" if out.node else ""
     print(f"==> job {job.job_id} {label}: {sanitize(out.source)}{how} <==", file=sys.stderr, flush=True)
@@ -99,7 +102,9 @@ async def job_procs(args: argparse.Namespace, session: Any) -> int:
     job = await find_job(session.backend, args.job)
     if not job.nodes:
         raise UsageError(f"job {args.job} runs on no node ({job.state.lower()}): no processes to list")
-    pool = SshPool(_node_settings(session, args))
+    from cockpit.commands.exec import simulated_nodes
+
+    pool = simulated_nodes(session) or SshPool(_node_settings(session, args))
     try:
         procs, errors = await job_processes(pool, job.job_id, job.nodes)
     finally:

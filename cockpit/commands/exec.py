@@ -39,6 +39,13 @@ def fanout_settings(session, args):
     return node_settings(session.config, getattr(args, "cluster", None))
 
 
+def simulated_nodes(session):
+    """The simulated cluster's nodes (its probe runner, which serves as a pool) when the
+    backend is simulated, else None: the demo never reaches a real node over SSH."""
+    backend = session.backend
+    return backend.probe_runner(session.config) if getattr(backend, "simulated", False) else None
+
+
 class _MiniParser(argparse.ArgumentParser):
     def error(self, message: str):
         raise UsageError(f"exec: {message}")
@@ -91,6 +98,8 @@ async def run(args, session) -> int:
     if args.window is not None and args.window < 1:
         raise UsageError(f"--window must be at least 1, got {args.window}")
     progress = _Progress()
+    if args.srun and session.runner is None:
+        raise UsageError(f"--srun needs Slurm's commands; the {session.backend.name} backend has none")
     if args.srun:
         from cockpit.remote.srun import srun_fanout
 
@@ -99,7 +108,7 @@ async def run(args, session) -> int:
         from cockpit.remote.fanout import fanout
         from cockpit.remote.pool import SshPool
 
-        pool = SshPool(fanout_settings(session, args))
+        pool = simulated_nodes(session) or SshPool(fanout_settings(session, args))
         try:
             results = await fanout(pool, nodes, cmd, window=args.window, timeout=args.timeout, progress=progress)
         finally:

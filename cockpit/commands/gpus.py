@@ -59,7 +59,7 @@ def _print_table(rows, errors: dict[str, str]) -> None:
 
 
 async def run(args, session) -> int:
-    from cockpit.commands.exec import fanout_settings
+    from cockpit.commands.exec import fanout_settings, simulated_nodes
     from cockpit.telemetry.collect import TelemetryCollector
     from cockpit.telemetry.join import join
 
@@ -70,7 +70,7 @@ async def run(args, session) -> int:
         nodes = [n.name for n in snap.nodes if n.gpu_total > 0]
     if not nodes:
         raise UsageError("Slurm lists no node with GPUs; name nodes with --nodes")
-    collector = TelemetryCollector(fanout_settings(session, args))
+    collector = TelemetryCollector(fanout_settings(session, args), pool=simulated_nodes(session))
     try:
         telemetry = await collector.telemetry_for(nodes)
     finally:
