@@ -1,262 +1,103 @@
 """The pyslurm backend: Slurm's C API through pyslurm, mapped into cockpit.models.
 
-pyslurm's major.minor must equal the cluster's Slurm (pyslurm 25.11.x needs
-Slurm 25.11 exactly), so :func:`probe` decides whether it may be used at all.
-pyslurm is imported lazily: this module imports fine without it.
+pyslurm keeps a branch per Slurm release and must match the cluster's Slurm
+major.minor, so :func:`probe` decides whether it may be used at all: pyslurm
+imports (in the worker), cockpit has an adapter for its generation
+(:mod:`cockpit.backends.pyslurm_compat`: 22.5, 24.11, 25.11), and the
+controller's version, read through pyslurm itself, has the same major.minor.
 
-Written against pyslurm 25.11.2's real API (pyslurm/core/node.pyx,
-core/job/job.pyx, core/partition.pyx, core/slurmctld/config.pyx):
+Every pyslurm call runs in the pyslurm worker process
+(:mod:`cockpit.backends.pyslurm_worker`; a thread only where that process
+cannot start, with a warning): pyslurm holds the GIL while libslurm waits for
+slurmctld, which in this process would stall the keys. Jobs and nodes arrive as
+deltas and are kept in stores as the CLI backend keeps them.
 
-* ``pyslurm.Nodes.load()`` -> Node: ``name, state`` (``"IDLE+DRAIN"``), ``reason,
-  reason_user, reason_time, total_cpus, allocated_cpus, real_memory,
-  allocated_memory, partitions, configured_gres`` (``{"gpu:h100": 8}``),
-  ``allocated_gres`` (counts only, from TRES), ``address, active_features,
-  boot_time``. pyslurm exposes no per-index GPU use for a node (``gres_used``
-  is not wrapped), so node GPU indexes come from the jobs' layouts.
-* ``pyslurm.Jobs.load()`` -> Job: ``id, name, user_name, account, partition,
-  state, state_reason, allocated_nodes, num_nodes, gres_per_node, array_id,
-  array_task_id, array_tasks_waiting, array_tasks_parallel, heterogeneous_id,
-  heterogeneous_offset, submit_time, start_time, end_time, time_limit, command,
-  working_directory, standard_output, standard_error, exit_code,
-  exit_code_signal, cpus, priority`` and ``get_resource_layout_per_node()``
-  (``{node: {"gres": {"gpu:h100": {"count": 2, "indexes": "0-1"}}}}``).
-* ``pyslurm.Partitions.load()`` -> ``name, nodes, state, is_default, max_time,
-  total_cpus``; ``pyslurm.slurmctld.Config.load().version``.
-* pyslurm has no topology API: the topology comes from ``scontrol show
-  topology`` through the CLI backend.
+What pyslurm has no call for comes from the CLI backend (local commands: pyslurm
+only talks to the Slurm of this machine): the topology, the probes, a job's
+ExcNodeList, and the actions listed in :mod:`cockpit.backends.pyslurm_exec`.
 
-The mapping lives in pure functions over plain attribute objects, so it is
-tested without Slurm 25.11 (tests/backends/test_pyslurm.py).
+If pyslurm stops matching at run time (a Slurm upgrade under a running
+cockpit: the controller's version differs, libslurm no longer loads, the
+protocol version is refused), the backend switches to the CLI backend for the
+rest of the session and says so in ``description`` (the header) and in the
+snapshot's warnings, rather than failing.
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
-from cockpit.backends.slurm_json import job_state
-from cockpit.backends.slurm_json_gres import parse_index_list
-from cockpit.backends.slurm_json_nodes import node_state
-from cockpit.errors import BackendError, CockpitError
-from cockpit.hostlist import expand
-from cockpit.models import ClusterSnapshot, GpuGroup, Job, JobGpus, Node, Partition, Topology
+from cockpit.backends.pyslurm_map import major_minor
+from cockpit.backends.pyslurm_worker import Failed, PyslurmWorker, ThreadWorker, WorkerFailed
+from cockpit.backends.slurm_delta import store_for
+from cockpit.errors import BackendError, CockpitError, ParseError
+from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 
 SOURCE = "pyslurm"
-# job_state_string() words that are neither a base state nor a flag cockpit knows.
-_JOB_STATE_WORDS = {
-    "REQUEUE_HOLD": ["PENDING", "REQUEUED"],
-    "REQUEUE_FED": ["PENDING", "REQUEUED"],
-    "RESV_DEL_HOLD": ["PENDING"],
-    "LAUNCH_FAILED": ["FAILED"],
-}
-_HELD_STATES = frozenset({"REQUEUE_HOLD", "RESV_DEL_HOLD"})
-_HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
+PARTIAL_EVERY = 1.0  # seconds between partial results of a first big load
+MAX_WORKER_FAILURES = 3  # then the calls run in a thread of this process
+_SWITCH_CAUSES = ("mismatch", "unusable")
 
 
-def major_minor(version: str) -> str:
-    """``"25.11.2"`` -> ``"25.11"``; "" when the string has no major.minor."""
-    parts = str(version).strip().split(".")
-    if len(parts) < 2 or not parts[0].isdecimal() or not parts[1][:2].isdecimal():
+@dataclass(frozen=True)
+class Probe:
+    """What :func:`probe` found; ``why`` is one sentence."""
+
+    usable: bool
+    why: str
+    pyslurm: str = ""  # pyslurm's version, "" when it did not load
+    generation: str = ""  # the adapter's generation ("22.05", "24.11", "25.11")
+    slurm: str = ""  # the controller's version as pyslurm read it
+    worker: Any = None  # the worker that answered (handed to the backend)
+
+
+def _installed() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pyslurm")
+    except Exception:  # noqa: BLE001 - not installed, or broken metadata
         return ""
-    return f"{int(parts[0])}.{int(parts[1][:2]):02d}"
 
 
-async def probe(cli_backend: Any, remote: bool) -> tuple[bool, str]:
-    """May pyslurm be used here? Returns (usable, one sentence saying why).
+async def probe(cli_backend: Any = None, remote: bool = False, worker: Any = None) -> Probe:
+    """May pyslurm be used here? Never raises: every failure becomes ``why``.
 
-    Never raises: every failure becomes the reason."""
+    ``worker``: where to ask (default: a new worker process; the caller owns it
+    when the probe says usable, and it is closed here otherwise)."""
     if remote:
-        return False, "pyslurm only works on a host of the cluster, and cockpit reaches this one over SSH"
+        return Probe(False, "pyslurm only works on a host of the cluster, and cockpit reaches this one over SSH")
+    if worker is None and not _installed():
+        return Probe(False, "pyslurm is not installed")
+    worker = worker if worker is not None else PyslurmWorker()
+    result = await _ask(worker)
+    if not result.usable:
+        await worker.close()
+    return result
+
+
+async def _ask(worker: Any) -> Probe:
     try:
-        mod = importlib.import_module("pyslurm")
-    except ImportError:
-        return False, "pyslurm is not installed"
-    except Exception as exc:  # libslurm missing, slurm_init() failing ...: it is unusable
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return False, f"pyslurm does not load: {first}"
-    have = str(getattr(mod, "__version__", "")) or "(unknown version)"
+        info = await worker.call("info")
+    except Failed as exc:
+        return Probe(False, str(exc))
+    except (WorkerFailed, CockpitError) as exc:
+        return Probe(False, f"pyslurm could not be asked: {exc}")
+    have, gen = info["pyslurm"], info["generation"]
     try:
-        slurm = await cli_backend.version()
-    except CockpitError as exc:
-        return False, f"the cluster's Slurm version is unknown ({exc}), so pyslurm {have} cannot be matched"
-    if not major_minor(have) or major_minor(have) != major_minor(slurm):
-        return False, f"pyslurm {have} does not match Slurm {slurm}"
-    return True, f"pyslurm {have} matches Slurm {slurm}"
-
-
-# -- pure mapping: pyslurm objects (or stand-ins with the same attributes) -> models
-
-
-def _int(value: Any) -> int | None:
-    """pyslurm gives ints, None, or the string "UNLIMITED" (u32_parse's on_inf)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _gpu_key(key: str) -> tuple[bool, str | None]:
-    """``"gpu:h100"`` / ``"gres/gpu:h100"`` / ``"gpu"`` -> (is a GPU, type)."""
-    for prefix in ("gres/", "gres:"):
-        if key.startswith(prefix):
-            key = key[len(prefix):]
-    name, _, gtype = key.partition(":")
-    return name == "gpu", (gtype or None)
-
-
-def _gres_count(value: Any) -> int:
-    if isinstance(value, dict):
-        return _int(value.get("count")) or 0
-    return _int(value) or 0
-
-
-def gpus_requested(gres_per_node: dict | None) -> tuple[int, str | None]:
-    """GPUs per node asked for, from ``Job.gres_per_node`` (to_gres_dict of tres_per_node)."""
-    total, types = 0, set()
-    for key, value in (gres_per_node or {}).items():
-        is_gpu, gtype = _gpu_key(str(key))
-        if is_gpu:
-            total += _gres_count(value)
-            types.add(gtype)
-    return total, (types.pop() if len(types) == 1 else None)
-
-
-def gpus_from_layout(layout: dict | None, source: str = SOURCE) -> tuple[JobGpus, ...]:
-    """Per-node GPUs with indexes from ``Job.get_resource_layout_per_node()``.
-    Raises ParseError for a malformed index list."""
-    out: list[JobGpus] = []
-    for node, res in (layout or {}).items():
-        gres = res.get("gres") if isinstance(res, dict) else None
-        for key, value in (gres or {}).items():
-            is_gpu, gtype = _gpu_key(str(key))
-            if not is_gpu:
-                continue
-            idx: tuple[int, ...] = ()
-            if isinstance(value, dict) and value.get("indexes") is not None:
-                idx = parse_index_list(str(value["indexes"]), source)
-            count = _gres_count(value) or len(idx)
-            if count:
-                out.append(JobGpus(node=node, type=gtype, count=count, indexes=idx))
-    return tuple(out)
-
-
-def job_from_pyslurm(j: Any, layout: dict | None = None, warnings: list[str] | None = None) -> Job:
-    """A pyslurm ``Job`` -> Job. ``layout`` is its ``get_resource_layout_per_node()``.
-    Raises ParseError for data that cannot be understood."""
-    raw_state = str(j.state or "").upper()
-    state, flags = job_state(_JOB_STATE_WORDS.get(raw_state, [raw_state]), SOURCE, warnings)
-    reason = j.state_reason or ""
-    nodes = expand(j.allocated_nodes) if j.allocated_nodes else ()
-    per_node, gtype = gpus_requested(j.gres_per_node)
-    alloc = gpus_from_layout(layout)
-    if gtype is None and alloc:
-        types = {g.type for g in alloc}
-        gtype = types.pop() if len(types) == 1 else None
-    array_id = _int(j.array_id)
-    waiting = j.array_tasks_waiting if array_id else None
-    if waiting and _int(j.array_tasks_parallel):
-        waiting = f"{waiting}%{j.array_tasks_parallel}"  # pyslurm strips Slurm's "%N"
-    het_id = _int(j.heterogeneous_id)
-    return Job(
-        job_id=int(j.id),
-        name=j.name or "",
-        user=j.user_name or "",
-        account=j.account or "",
-        partition=j.partition or "",
-        state=state,
-        state_flags=flags,
-        reason="" if reason == "None" else reason,
-        nodes=nodes,
-        node_count=_int(j.num_nodes) or len(nodes),
-        gpus=alloc,
-        gpus_per_node=per_node,
-        gpu_type=gtype,
-        array_job_id=array_id,
-        array_task_id=_int(j.array_task_id) if array_id else None,
-        array_task_string=waiting or None,
-        het_job_id=het_id,
-        # u32_parse turns offset 0 into None; a het leader's offset is 0.
-        het_job_offset=(_int(j.heterogeneous_offset) or 0) if het_id else None,
-        submit_time=_int(j.submit_time),
-        start_time=_int(j.start_time),
-        end_time=_int(j.end_time),
-        time_limit=_int(j.time_limit),
-        command=j.command or "",
-        work_dir=j.working_directory or "",
-        stdout=j.standard_output or "",
-        stderr=j.standard_error or "",
-        exit_code=_int(j.exit_code),
-        exit_signal=_int(j.exit_code_signal) or None,
-        cpus=_int(j.cpus) or 0,
-        held=_is_held(raw_state, state, reason, _int(j.priority)),
-    )
-
-
-def _is_held(raw_state: str, state: str, reason: str, priority: int | None) -> bool:
-    if raw_state in _HELD_STATES or reason in _HELD_REASONS:
-        return True
-    # A pending job with priority 0 is held; pyslurm keeps 0 (zero_is_noval=False).
-    return state == "PENDING" and priority == 0
-
-
-def gpu_use_by_node(jobs: Iterable[Job]) -> dict[str, dict[str | None, set[int]]]:
-    """node -> GPU type -> indexes held by running jobs."""
-    use: dict[str, dict[str | None, set[int]]] = {}
-    for job in jobs:
-        if job.state not in ("RUNNING", "SUSPENDED", "COMPLETING"):
-            continue
-        for g in job.gpus:
-            use.setdefault(g.node, {}).setdefault(g.type, set()).update(g.indexes)
-    return use
-
-
-def node_from_pyslurm(n: Any, gpu_use: dict[str | None, set[int]] | None = None,
-                      warnings: list[str] | None = None) -> Node:
-    """A pyslurm ``Node`` -> Node; ``gpu_use`` gives the GPU indexes jobs hold there.
-    Raises ParseError for data that cannot be understood."""
-    words = [w for w in str(n.state or "").split("+") if w]
-    base, flags = node_state(words, None, SOURCE, warnings)
-    groups = []
-    use = gpu_use or {}
-    configured = [(t, _gres_count(v)) for k, v in (n.configured_gres or {}).items()
-                  for is_gpu, t in [_gpu_key(str(k))] if is_gpu]
-    for gtype, count in configured:
-        idx = use.get(gtype)
-        if idx is None and len(configured) == 1 and use:
-            idx = set().union(*use.values())  # typed config, untyped job request
-        groups.append(GpuGroup(type=gtype, count=count, alloc_indexes=tuple(sorted(idx or ()))))
-    return Node(
-        name=n.name,
-        state=base,
-        flags=flags,
-        reason=n.reason or None,
-        reason_user=n.reason_user or None,
-        reason_time=_int(n.reason_time),
-        cpus=_int(n.total_cpus) or 0,
-        alloc_cpus=_int(n.allocated_cpus) or 0,
-        memory_mb=_int(n.real_memory) or 0,
-        alloc_memory_mb=_int(n.allocated_memory) or 0,
-        partitions=tuple(n.partitions or ()),
-        gpus=tuple(groups),
-        address=n.address or None,
-        features=tuple(n.active_features or n.available_features or ()),
-        boot_time=_int(n.boot_time),
-    )
-
-
-def partition_from_pyslurm(p: Any) -> Partition:
-    """A pyslurm ``Partition`` -> Partition (``max_time`` "UNLIMITED" -> None)."""
-    return Partition(
-        name=p.name,
-        nodes=expand(p.nodes) if p.nodes else (),
-        state=str(p.state or "UNKNOWN"),
-        is_default=bool(p.is_default),
-        max_time=_int(p.max_time),
-        total_cpus=_int(p.total_cpus) or 0,
-    )
-
-
-# -- the backend ------------------------------------------------------------------
+        slurm = await worker.call("version")
+    except Failed as exc:
+        if exc.cause == "mismatch":
+            return Probe(False, str(exc), have, gen)
+        return Probe(False, f"the controller's version is unknown ({exc}), so pyslurm {have} cannot be matched",
+                     have, gen)
+    except (WorkerFailed, CockpitError) as exc:
+        return Probe(False, f"pyslurm could not be asked: {exc}", have, gen)
+    return Probe(True, f"pyslurm {have} matches Slurm {slurm} (the controller's version, read through pyslurm; "
+                       f"adapter {gen})", have, gen, slurm, worker)
 
 
 class PyslurmBackend:
@@ -264,59 +105,59 @@ class PyslurmBackend:
 
     name = "pyslurm"
 
-    def __init__(self, cli: Any = None) -> None:
-        """``cli``: a SlurmCliBackend for what pyslurm cannot give (the topology);
-        a local one is made when needed."""
+    def __init__(self, cli: Any = None, worker: Any = None, probed: Probe | None = None) -> None:
+        """``cli``: a SlurmCliBackend (local) for what pyslurm has no call for, and
+        to switch to; ``worker``: a PyslurmWorker or ThreadWorker (default: a new
+        worker process); ``probed``: the probe that chose this backend."""
         self._cli = cli
-        self._pyslurm: Any = None
-        self.description = "pyslurm on localhost"
+        self.probed = probed
+        self.worker = worker if worker is not None else (probed.worker if probed and probed.worker else PyslurmWorker())
         self.warnings: list[str] = []
+        self.switched = ""  # why the CLI backend answers instead, once pyslurm stopped matching
+        self._worker_failures = 0
+        self._stores = {"jobs": store_for("jobs"), "nodes": store_for("nodes")}
+        self._synced = {"jobs": False, "nodes": False}  # the worker's differ matches our store
 
-    def _mod(self) -> Any:
-        if self._pyslurm is None:
-            try:
-                self._pyslurm = importlib.import_module("pyslurm")
-            except ImportError:
-                raise BackendError("pyslurm is not installed (pip install 'cockpit[pyslurm]')") from None
-        return self._pyslurm
+    @property
+    def description(self) -> str:
+        if self.switched:
+            return f"slurm-cli on localhost (switched from pyslurm: {self.switched})"
+        version = self.probed.pyslurm if self.probed else ""
+        return f"pyslurm {version} on localhost".replace("  ", " ")
 
-    async def _call(self, fn, what: str):
-        """Run a blocking pyslurm call in a thread; its errors become BackendError."""
-        mod = self._mod()
-        errors = tuple(e for e in (getattr(mod, "PyslurmError", None), getattr(mod, "RPCError", None)) if e)
+    # -- the calls -------------------------------------------------------------
+    def _switch(self, why: str) -> None:
+        if not self.switched:
+            self.switched = why
+            self.warnings.append(f"switched to the slurm-cli backend: {why}")
+            self.worker.kill()
+
+    def _worker_failed(self, exc: WorkerFailed) -> None:
+        self._worker_failures += 1
+        self._synced = {k: False for k in self._synced}
+        if self._worker_failures >= MAX_WORKER_FAILURES and not isinstance(self.worker, ThreadWorker):
+            self.worker.kill()
+            self.worker = ThreadWorker()
+            self.warnings.append(f"{exc}; pyslurm now runs in a thread of this process (keys may stall)")
+
+    def _failed(self, exc: Failed) -> None:
+        """A pyslurm call failed: switch on a mismatch, else one line naming the cause."""
+        if exc.cause in _SWITCH_CAUSES:
+            self._switch(str(exc))
+            return
+        raise BackendError(str(exc)) from None
+
+    async def _call(self, op: str, *args: Any) -> Any:
         try:
-            return await asyncio.to_thread(fn, mod)
-        except (errors or (RuntimeError,)) as exc:
-            raise BackendError(f"pyslurm could not load {what}: {exc}") from None
+            return await self.worker.call(op, *args)
+        except Failed as exc:
+            self._failed(exc)
+        except WorkerFailed as exc:
+            self._worker_failed(exc)
+            raise BackendError(str(exc)) from None
+        return None  # switched: the caller asks the CLI backend
 
-    async def version(self) -> str:
-        return await self._call(lambda m: str(m.slurmctld.Config.load().version or ""), "the config")
-
-    def _jobs_sync(self, mod: Any) -> tuple[Job, ...]:
-        out = []
-        for j in mod.Jobs.load().values():
-            layout = j.get_resource_layout_per_node() if j.allocated_nodes else None
-            out.append(job_from_pyslurm(j, layout, self.warnings))
-        return tuple(sorted(out, key=lambda job: job.job_id))
-
-    async def fetch_jobs(self) -> tuple[Job, ...]:
-        return await self._call(self._jobs_sync, "jobs")
-
-    async def fetch_nodes(self) -> tuple[Node, ...]:
-        # Node GPU indexes exist only in the jobs' layouts, so nodes need jobs too.
-        jobs = await self.fetch_jobs()
-        return await self._call(lambda m: self._nodes_sync(m, jobs), "nodes")
-
-    def _nodes_sync(self, mod: Any, jobs: tuple[Job, ...]) -> tuple[Node, ...]:
-        use = gpu_use_by_node(jobs)
-        return tuple(node_from_pyslurm(n, use.get(n.name), self.warnings) for n in mod.Nodes.load().values())
-
-    async def fetch_partitions(self) -> tuple[Partition, ...]:
-        return await self._call(
-            lambda m: tuple(partition_from_pyslurm(p) for p in m.Partitions.load().values()), "partitions"
-        )
-
-    def _cli_backend(self) -> Any:
+    def cli(self) -> Any:
         # pyslurm talks to the Slurm of this machine, so its Slurm commands are local too.
         if self._cli is None:
             from cockpit.backends.slurm_cli import SlurmCliBackend
@@ -325,23 +166,109 @@ class PyslurmBackend:
             self._cli = SlurmCliBackend(LocalRunner())
         return self._cli
 
-    async def fetch_topology(self) -> Topology:
-        return await self._cli_backend().fetch_topology()
+    # -- Backend protocol ------------------------------------------------------
+    async def version(self) -> str:
+        if not self.switched:
+            version = await self._call("version")
+            if not self.switched:
+                return version
+        return await self.cli().version()
 
+    async def fetch_jobs(self) -> tuple[Job, ...]:
+        return await _last(self.stream_jobs())
+
+    async def fetch_nodes(self) -> tuple[Node, ...]:
+        return await _last(self.stream_nodes())
+
+    async def stream_jobs(self) -> AsyncIterator[tuple[tuple[Job, ...], bool]]:
+        """Yield ``(jobs, complete)``: partial results during a first big load, then
+        the complete one. Raises BackendError / ParseError."""
+        async for item in self._stream("jobs"):
+            yield item
+
+    async def stream_nodes(self) -> AsyncIterator[tuple[tuple[Node, ...], bool]]:
+        async for item in self._stream("nodes"):
+            yield item
+
+    async def _stream(self, kind: str) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
+        if not self.switched:
+            try:
+                async for item in self._deltas(kind):
+                    yield item
+                return
+            except Failed as exc:
+                self._failed(exc)
+        async for item in getattr(self.cli(), f"stream_{kind}")():
+            yield item
+
+    async def _deltas(self, kind: str) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
+        store = self._stores[kind]
+        progressive = not store.objects
+        reset = not self._synced[kind]
+        self._synced[kind] = False
+        pending, done, shown = [], None, time.monotonic()
+        try:
+            async for delta in self.worker.deltas(kind, reset):
+                if progressive:
+                    store.apply(delta)
+                else:
+                    pending.append(delta)
+                done = delta
+                if progressive and not delta.done and time.monotonic() - shown >= PARTIAL_EVERY:
+                    shown = time.monotonic()
+                    yield store.values(), False
+        except WorkerFailed as exc:
+            if progressive:
+                store.objects = {}
+            self._worker_failed(exc)
+            raise BackendError(str(exc)) from None
+        except BaseException:
+            if progressive:
+                store.objects = {}
+            raise
+        for delta in pending:
+            store.apply(delta)
+        self._synced[kind] = True
+        if done is not None:
+            del self.warnings[:-100]  # a long TUI session never calls snapshot(), which clears them
+            self.warnings.extend(done.warnings)
+        yield store.values(), True
+
+    async def fetch_partitions(self) -> tuple[Partition, ...]:
+        if not self.switched:
+            parts = await self._call("partitions")
+            if not self.switched:
+                return parts
+        return await self.cli().fetch_partitions()
+
+    async def fetch_topology(self) -> Topology:
+        return await self.cli().fetch_topology()  # pyslurm has no topology API
+
+    # -- acting and probing ----------------------------------------------------
     cannot_act = ""
 
     def action_executor(self, config: Any) -> Any:
-        """Actions run as Slurm commands on this machine (the cluster pyslurm reads)."""
-        return self._cli_backend().action_executor(config)
+        """pyslurm for what it has a call for, Slurm commands on this machine for the rest."""
+        cli_exec = self.cli().action_executor(config)
+        if self.switched or self.probed is None:
+            return cli_exec
+        from cockpit.backends.pyslurm_exec import PyslurmExecutor
+
+        return PyslurmExecutor(self.worker, cli_exec, self.probed.pyslurm, self.probed.generation)
 
     def probe_runner(self, config: Any) -> Any:
-        return self._cli_backend().probe_runner(config)
+        return self.cli().probe_runner(config)
 
     async def job_state(self, job_id: int | str) -> tuple[str, str]:
-        return await self._cli_backend().job_state(job_id)
+        """(state, reason) of one job; ("GONE", "") once Slurm forgot it. Raises BackendError."""
+        if not self.switched and str(job_id).isdecimal():
+            state = await self._call("job_state", int(job_id))
+            if not self.switched:
+                return tuple(state)  # type: ignore[return-value]
+        return await self.cli().job_state(job_id)
 
     async def job_excluded_nodes(self, job_id: int | str) -> str:
-        return await self._cli_backend().job_excluded_nodes(job_id)
+        return await self.cli().job_excluded_nodes(job_id)
 
     async def snapshot(self) -> ClusterSnapshot:
         """Everything at once; a failing part goes into ``errors``. Raises
@@ -350,31 +277,45 @@ class PyslurmBackend:
         self.warnings.clear()
         errors: list[str] = []
 
-        async def part(label: str, coro, empty):
+        async def part(label: str, coro: Any, empty: Any) -> Any:
             try:
                 return await coro
-            except CockpitError as exc:
+            except (BackendError, ParseError) as exc:
                 errors.append(f"{label}: {exc}")
                 return empty
 
         version = await part("version", self.version(), "")
         jobs = await part("jobs", self.fetch_jobs(), None)
-        nodes = await part("nodes", self._call(lambda m: self._nodes_sync(m, jobs or ()), "nodes"), None)
+        nodes = await part("nodes", self.fetch_nodes(), None)
         if jobs is None and nodes is None:
-            raise BackendError(f"cannot read the cluster: {errors[0]}")
+            raise BackendError(f"cannot read the cluster: {errors[-1]}")
         partitions = await part("partitions", self.fetch_partitions(), ())
         topology = await part("topology", self.fetch_topology(), Topology())
+        if self.switched:
+            self.warnings.extend(getattr(self.cli(), "warnings", ()))
         return ClusterSnapshot(
             nodes=nodes or (),
             partitions=partitions,
             jobs=jobs or (),
             topology=topology,
             fetched_at=started,
-            source=f"pyslurm {getattr(self._pyslurm, '__version__', '')} on localhost".replace("  ", " "),
+            source=self.description,
             slurm_version=version,
             errors=tuple(errors) + tuple(dict.fromkeys(self.warnings)),
         )
 
     async def close(self) -> None:
+        await self.worker.close()
         if self._cli is not None:
             await self._cli.close()
+
+
+async def _last(stream: AsyncIterator[tuple[Any, bool]]) -> Any:
+    """The complete result of a stream_* iterator."""
+    result: Any = ()
+    async for result, _complete in stream:
+        pass
+    return result
+
+
+__all__ = ["Probe", "PyslurmBackend", "SOURCE", "major_minor", "probe"]

@@ -24,11 +24,11 @@ async def choose_backend(cfg: Config, runner, replay_dir: str | None = None):
         return cli, "slurm-cli: asked for in config or flags"
     from cockpit.backends import pyslurm_backend
 
-    usable, why = await pyslurm_backend.probe(cli, remote=bool(cfg.general.host))
+    found = await pyslurm_backend.probe(cli, remote=bool(cfg.general.host))
     if kind == "pyslurm":
-        if not usable:
-            raise ConfigError(f"backend 'pyslurm' asked for but unusable: {why}")
-        return pyslurm_backend.PyslurmBackend(cli=cli), f"pyslurm: asked for; {why}"
-    if usable:
-        return pyslurm_backend.PyslurmBackend(cli=cli), f"auto: {why}"
-    return cli, f"auto: slurm-cli, because {why}"
+        if not found.usable:
+            raise ConfigError(f"backend 'pyslurm' asked for but unusable: {found.why}")
+        return pyslurm_backend.PyslurmBackend(cli=cli, probed=found), f"pyslurm: asked for; {found.why}"
+    if found.usable:
+        return pyslurm_backend.PyslurmBackend(cli=cli, probed=found), f"auto: {found.why}"
+    return cli, f"auto: slurm-cli, because {found.why}"

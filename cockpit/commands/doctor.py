@@ -1,18 +1,49 @@
-"""``cockpit doctor``: what cockpit would use, and whether it works."""
+"""``cockpit doctor``: what cockpit would use, and whether it works.
+
+It never crashes: every question it cannot answer becomes the answer's text
+(one line), and the exit status says whether the controller answered."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import sys
+from typing import Any
 
 from cockpit.errors import EXIT_OK, EXIT_UNAVAILABLE, CockpitError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("doctor", help="show Slurm version, backend and why, controller, config")
+    p = sub.add_parser("doctor", help="show Slurm version, backend and why, pyslurm, controller, config")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+async def _pyslurm(session) -> dict[str, Any]:
+    """Which pyslurm, which Slurm it saw, and why it was chosen or refused."""
+    from cockpit.backends import pyslurm_backend
+
+    backend = session.backend
+    probed = getattr(backend, "probed", None)
+    if backend.name == "pyslurm" and probed is not None:
+        out = {"version": probed.pyslurm, "adapter": probed.generation, "slurm": probed.slurm,
+               "chosen": True, "why": probed.why}
+        if getattr(backend, "switched", ""):
+            out.update(chosen=False, why=f"switched to slurm-cli at run time: {backend.switched}")
+        return out
+    if backend.name in ("demo", "replay") or session.runner is None:
+        return {"chosen": False, "why": f"not asked: the {backend.name} backend reads no live Slurm"}
+    found = await pyslurm_backend.probe(backend, remote=bool(session.config.general.host))
+    if found.usable and found.worker is not None:
+        await found.worker.close()  # only asked: this session reads through the CLI
+    why = found.why if not found.usable else f"usable ({found.why}), but the backend is {backend.name}"
+    return {"version": found.pyslurm or pyslurm_backend._installed() or None, "adapter": found.generation or None,
+            "slurm": found.slurm or None, "chosen": False, "why": why}
 
 
 async def _probe(session) -> dict:
@@ -28,16 +59,22 @@ async def _probe(session) -> dict:
         info["commands"] = {c: shutil.which(c) or "not found" for c in ("squeue", "sinfo", "scontrol")}
     try:
         info["slurm_version"] = await session.backend.version()
-    except CockpitError as exc:
+    except Exception as exc:  # noqa: BLE001 - doctor reports, never crashes
         info["slurm_version"] = None
-        info["version_error"] = str(exc)
+        info["version_error"] = _line(exc) if isinstance(exc, CockpitError) else f"internal error: {_line(exc)}"
+    try:
+        info["pyslurm"] = await _pyslurm(session)
+    except Exception as exc:  # noqa: BLE001
+        info["pyslurm"] = {"chosen": False, "why": f"could not be asked: {_line(exc)}"}
     try:
         nodes = await session.backend.fetch_nodes()
         info["controller"] = f"answering ({len(nodes)} nodes)"
         info["ok"] = True
-    except CockpitError as exc:
-        info["controller"] = f"not answering: {exc}"
+    except Exception as exc:  # noqa: BLE001
+        cause = _line(exc) if isinstance(exc, CockpitError) else f"internal error: {_line(exc)}"
+        info["controller"] = f"not answering: {cause}"
         info["ok"] = False
+    info["source"] = session.backend.description  # a runtime switch shows here
     return info
 
 

@@ -1,0 +1,286 @@
+"""The pyslurm worker: a process of its own that makes every pyslurm call.
+
+pyslurm's calls hold the GIL for as long as libslurm works (the RPC, unpacking
+the answer), and a Python thread of the UI process cannot be interrupted while
+they do: a slow or hung slurmctld would freeze the keys for the whole message
+timeout. Here the UI process only waits on a pipe. The worker keeps a
+:class:`~cockpit.backends.pyslurm_source.Source` (the loaded generation adapter,
+what it sent last) and answers one request at a time.
+
+``python -m cockpit.backends.pyslurm_worker``, started with asyncio's subprocess
+support (a fresh interpreter, nothing inherited but the environment). If the
+parent dies the worker reads EOF and exits.
+
+Wire format, both ways: frames of an 8-byte little-endian length and a pickled
+payload (:func:`cockpit.backends.slurm_delta.dumps`). Request: ``(op, *args)``
+with op ``info``, ``version``, ``jobs``/``nodes`` (arg: reset), ``partitions``,
+``job_state`` (job id), ``act`` (action, target, params). Answer: ``("delta",
+Delta)`` frames until one has ``done`` (jobs, nodes), or ``("ok", value)``, or
+one final ``("fail", cause, message)`` (a PyslurmFailure), ``("parse", source,
+detail)`` (a ParseError) or ``("crash", text)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import signal
+import sys
+from collections.abc import AsyncIterator
+from typing import Any, BinaryIO
+
+from cockpit.errors import CockpitError, ParseError
+
+_LEN = 8
+STREAMS = ("jobs", "nodes")
+OPS = ("info", "version", "jobs", "nodes", "partitions", "job_state", "act")
+
+
+class WorkerFailed(CockpitError):
+    """The pyslurm worker could not be started, died, or broke the protocol."""
+
+
+class Failed(CockpitError):
+    """A pyslurm call failed in the worker; ``cause`` as in PyslurmFailure."""
+
+    def __init__(self, cause: str, message: str) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+# -- worker side ------------------------------------------------------------------
+def _read_frame(inp: BinaryIO) -> bytes | None:
+    head = inp.read(_LEN)
+    if not head or len(head) < _LEN:
+        return None
+    n = int.from_bytes(head, "little")
+    data = inp.read(n) if n else b""
+    return data if data is not None and len(data) == n else None
+
+
+def _write(out: BinaryIO, msg: tuple) -> None:
+    from cockpit.backends.slurm_delta import dumps
+
+    payload = dumps(msg)
+    out.write(len(payload).to_bytes(_LEN, "little") + payload)
+
+
+def answer(source: Any, request: tuple, out: BinaryIO) -> None:
+    """Answer one request on ``out``; never raises for pyslurm's failures."""
+    from cockpit.backends.pyslurm_compat import PyslurmFailure
+
+    op, args = request[0], request[1:]
+    try:
+        if op not in OPS:
+            raise ValueError(f"unknown request {op!r}")
+        if op in STREAMS:
+            for delta in getattr(source, op)(*args):
+                _write(out, ("delta", delta))
+            return
+        _write(out, ("ok", getattr(source, op)(*args)))
+    except PyslurmFailure as f:
+        _write(out, ("fail", f.cause, f.message))
+    except ParseError as exc:
+        _write(out, ("parse", exc.source, exc.detail))
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which says so
+        _write(out, ("crash", f"{type(exc).__name__}: {exc}"))
+
+
+def serve(inp: BinaryIO, out: BinaryIO) -> None:
+    """Answer requests until EOF."""
+    from cockpit.backends.pyslurm_source import Source
+
+    source = Source()
+    while True:
+        frame = _read_frame(inp)
+        if frame is None:
+            return
+        answer(source, pickle.loads(frame), out)
+        out.flush()
+
+
+# -- parent side ------------------------------------------------------------------
+def _raise_for(msg: tuple) -> None:
+    if msg[0] == "fail":
+        raise Failed(msg[1], msg[2])
+    if msg[0] == "parse":
+        raise ParseError(msg[1], msg[2])
+    raise WorkerFailed(f"pyslurm worker failed: {msg[1] if len(msg) > 1 else msg[0]}")
+
+
+class PyslurmWorker:
+    """One worker process; requests are answered one at a time, in order.
+
+    ``env``: extra environment for the worker (on top of this process's).
+    Raises WorkerFailed when the process cannot be used, Failed for a pyslurm
+    call that failed in it, ParseError for data it could not map."""
+
+    def __init__(self, env: dict[str, str] | None = None, python: str | None = None) -> None:
+        self.env = dict(env or {})
+        self.python = python or sys.executable
+        self._proc: asyncio.subprocess.Process | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        self.starts = 0  # processes started (a restart after a crash counts)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    async def _ensure(self) -> asyncio.subprocess.Process:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a new event loop (tests, a second asyncio.run)
+            self.kill()
+            self._loop, self._lock = loop, asyncio.Lock()
+        if self._proc is not None and self._proc.returncode is None:
+            return self._proc
+        env = dict(os.environ, **self.env)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                self.python, "-m", "cockpit.backends.pyslurm_worker",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL, env=env,
+            )
+        except OSError as exc:
+            raise WorkerFailed(f"cannot start the pyslurm worker: {exc}") from None
+        self.starts += 1
+        return self._proc
+
+    async def _send(self, request: tuple) -> asyncio.subprocess.Process:
+        proc = await self._ensure()
+        payload = pickle.dumps(request)
+        proc.stdin.write(len(payload).to_bytes(_LEN, "little") + payload)  # type: ignore[union-attr]
+        await proc.stdin.drain()  # type: ignore[union-attr]
+        return proc
+
+    async def _receive(self, proc: Any) -> tuple:
+        n = int.from_bytes(await proc.stdout.readexactly(_LEN), "little")
+        payload = await proc.stdout.readexactly(n)
+        if n > 64 * 1024:  # 1000 jobs: unpickled off the event loop
+            return await asyncio.to_thread(pickle.loads, payload)
+        return pickle.loads(payload)
+
+    async def call(self, op: str, *args: Any) -> Any:
+        """One request answered by one value."""
+        async for msg in self._exchange((op, *args)):
+            return msg
+
+    async def deltas(self, op: str, reset: bool) -> AsyncIterator[Any]:
+        """The Deltas of a jobs/nodes request, until the one marked ``done``."""
+        async for delta in self._exchange((op, reset)):
+            yield delta
+
+    async def _exchange(self, request: tuple) -> AsyncIterator[Any]:
+        await self._ensure()
+        assert self._lock is not None
+        async with self._lock:
+            finished = False
+            try:
+                proc = await self._send(request)
+                while True:
+                    msg = await self._receive(proc)
+                    if msg[0] == "delta":
+                        finished = msg[1].done
+                        yield msg[1]
+                        if finished:
+                            return
+                    elif msg[0] == "ok":
+                        finished = True
+                        yield msg[1]
+                        return
+                    else:
+                        finished = msg[0] in ("fail", "parse")
+                        _raise_for(msg)
+            except (OSError, EOFError, asyncio.IncompleteReadError, pickle.UnpicklingError,
+                    IndexError, TypeError, AttributeError) as exc:
+                raise WorkerFailed(f"pyslurm worker stopped: {type(exc).__name__}: {exc}") from None
+            finally:
+                if not finished:
+                    self.kill()  # its state is unknown now: the next request starts a new one
+
+    def kill(self) -> None:
+        """Stop the worker now (by its pid); the next request starts a new one."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    async def close(self) -> None:
+        """Ask the worker to exit (EOF), killing it if it does not within a second."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None or self._loop is not asyncio.get_running_loop():
+            self.kill()
+            return
+        try:
+            proc.stdin.close()  # type: ignore[union-attr]
+            await asyncio.wait_for(proc.wait(), 1.0)
+        except (asyncio.TimeoutError, OSError):
+            self.kill()
+        self._proc = None
+
+
+class ThreadWorker:
+    """The same requests answered by a Source in a thread of this process (used
+    when the worker process cannot run; pyslurm then holds this process's GIL)."""
+
+    def __init__(self, source: Any = None) -> None:
+        if source is None:
+            from cockpit.backends.pyslurm_source import Source
+
+            source = Source()
+        self.source = source
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _guard(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop, self._lock = loop, asyncio.Lock()
+        assert self._lock is not None
+        return self._lock
+
+    async def _run(self, op: str, *args: Any) -> Any:
+        from cockpit.backends.pyslurm_compat import PyslurmFailure
+
+        if op not in OPS:
+            raise WorkerFailed(f"unknown request {op!r}")
+        fn = getattr(self.source, op)
+        if op in STREAMS:
+            fn = lambda *a, f=fn: list(f(*a))  # noqa: E731 - the generator runs in the thread too
+        async with self._guard():
+            try:
+                return await asyncio.to_thread(fn, *args)
+            except PyslurmFailure as f:
+                raise Failed(f.cause, f.message) from None
+
+    async def call(self, op: str, *args: Any) -> Any:
+        return await self._run(op, *args)
+
+    async def deltas(self, op: str, reset: bool) -> AsyncIterator[Any]:
+        for delta in await self._run(op, reset):
+            yield delta
+
+    def kill(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+def main() -> None:
+    # SIGINT goes to the whole foreground process group on Ctrl-C: the parent decides.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        serve(sys.stdin.buffer, sys.stdout.buffer)
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass
+
+
+if __name__ == "__main__":
+    main()
