@@ -6,7 +6,8 @@ Each element describes a partition and a group of alike nodes:
 ``memory.{minimum,maximum,allocated,free}``, ``gres.{total,used}``,
 ``features.{total,active}``, ``reason.{description,time,user}``, ``partition{...}``
 (field list from SchedMD/slurm src/plugins/data_parser/v0.0.42/parsers.c,
-PARSER_ARRAY(SINFO_DATA)). The same node appears once per partition; the groups
+PARSER_ARRAY(SINFO_DATA)). 26.05 (data_parser v0.0.45) moved ``reason.user`` to
+``reason_set_by_user`` beside ``reason`` (tests/data/slurm-26.05/sinfo.json). The same node appears once per partition; the groups
 are merged into unique nodes carrying all their partitions.
 """
 
@@ -115,7 +116,8 @@ def _group_nodes(grp: dict[str, Any], partition: str | None, source: str,
                            "use scontrol show node --json for exact GPU use")
             gpus = tuple(GpuGroup(g.type, g.count) for g in gpus)
     why = text(reason.get("description"), "reason.description", source) or None
-    user = text(reason.get("user"), "reason.user", source)
+    user = (text(reason.get("user"), "reason.user", source)
+            or text(grp.get("reason_set_by_user"), "reason_set_by_user", source))
     when = time_or_none(reason.get("time"), "reason.time", source)
     common = dict(
         state=state,
