@@ -193,7 +193,7 @@ class DemoBackend(DemoAdmin):
         """One job (``123`` or an array task ``123_4``); None once squeue forgot it."""
         self._now()
         try:
-            return job_model(self._job([], job_id, ""))
+            return job_model(self._job(["squeue", "-j", str(job_id)], job_id, ""))
         except CommandFailed:
             return None
 
@@ -206,7 +206,7 @@ class DemoBackend(DemoAdmin):
         if got is not None:
             return got
         try:
-            job = self._job([], text, "")
+            job = self._job(["squeue", "-j", text], text, "")
         except CommandFailed:
             return "GONE", ""
         return job.state, "" if job.reason == "None" else job.reason
@@ -214,7 +214,7 @@ class DemoBackend(DemoAdmin):
     async def job_excluded_nodes(self, job_id: int | str) -> str:
         """The job's ExcNodeList as a hostlist ("" for none or an unknown job)."""
         try:
-            return collapse(self._job([], job_id, "").excluded)
+            return collapse(self._job(["squeue", "-j", str(job_id)], job_id, "").excluded)
         except CommandFailed:
             return ""
 

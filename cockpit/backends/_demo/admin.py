@@ -124,7 +124,7 @@ class DemoAdmin:
     async def requeue_hold_job(self, job_id: int | str) -> None:
         """``scontrol requeuehold``: requeue, then hold. Raises CommandFailed as requeue_job."""
         await self.requeue_job(job_id)
-        for target in self._family(self._job([], job_id, "")):
+        for target in self._family(self._job(["scontrol", "requeuehold", str(job_id)], job_id, "")):
             target.held, target.reason = "admin", "JobHeldAdmin"
 
     async def signal_job(self, job_id: int | str, signal: str = "TERM") -> None:

@@ -155,11 +155,22 @@ class GpuView:
         return (LOST_EXIT if self.lost is not None else 0), ("\n".join(lines) + "\n").encode(), self.lost_message()
 
 
+    def nvlink_status(self) -> tuple[int, bytes, bytes]:
+        """``nvidia-smi nvlink --status``: an H100's 18 NVLink4 links at 26.562 GB/s each."""
+        lines = []
+        for i in self.indexes():
+            lines.append(f"GPU {i}: {GPU_NAME} (UUID: {gpu_uuid(self.node, i)})")
+            lines += [f"\t Link {k}: 26.562 GB/s" for k in range(18)]
+        return (LOST_EXIT if self.lost is not None else 0), ("\n".join(lines) + "\n").encode(), self.lost_message()
+
+
 def nvidia_smi(backend: Any, node: str, args: list[str], gpu_pids: dict[int, int]) -> tuple[int, bytes, bytes] | None:
     """The simulated ``nvidia-smi ARGS`` on ``node``; None for what is not simulated."""
     view = GpuView(backend, node)
     if args == ["-L"]:
         return view.list_gpus()
+    if args in (["nvlink", "--status"], ["nvlink", "-s"]):
+        return view.nvlink_status()
     fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), None)
     query = next((a for a in args if a.startswith(("--query-gpu=", "--query-compute-apps="))), None)
     if query is None or fmt is None or len(args) != 2:
