@@ -252,3 +252,55 @@ async def test_demo_down_timelimit_top_nice():
     await demo.nice_job(pending.job_id, 100)
     with pytest.raises(CommandFailed, match="no longer pending"):
         await demo.top_job(running.job_id)
+
+
+async def test_requeue_excluding_a_node_keeps_the_job_off_it():
+    """The hung-job runbook's requeuehold, ExcNodeList, release: in Slurm's order and words."""
+    clock = Clock()
+    backend = DemoBackend(clock=clock)
+    job_id = backend.hung_job_id
+    with pytest.raises(CommandFailed, match="no longer pending"):
+        await backend.set_excluded_nodes(job_id, backend.straggler_node)
+    await backend.requeue_hold_job(job_id)
+    with pytest.raises(CommandFailed, match="Invalid node name"):
+        await backend.set_excluded_nodes(job_id, "nope01")
+    await backend.set_excluded_nodes(job_id, "dgx[001-006]")
+    assert await backend.job_excluded_nodes(job_id) == "dgx[001-006]"
+    await backend.release_job(job_id)
+    for step in range(1, 40):
+        snap = await snap_at(backend, clock, step * 60)
+        job = snap.job(job_id)
+        assert not set(job.nodes) & {f"dgx{i:03d}" for i in range(1, 7)}
+    assert await backend.job_state(job_id) == (job.state, job.reason)
+    assert await backend.job_state(1) == ("GONE", "") and await backend.fetch_job("1_2") is None
+
+
+async def test_reboot_drains_then_brings_the_node_back_once_idle():
+    clock = Clock()
+    backend = DemoBackend(clock=clock)
+    node = backend.xid_node
+    await backend.reboot_node(node, "Xid 79: GPU fallen off the bus")
+    snap = await backend.snapshot()
+    assert {"drain", "reboot_requested"} <= set(snap.node(node).flags)
+    with pytest.raises(CommandFailed, match="nextstate"):
+        await backend.reboot_node(node, "x", nextstate="later")
+    snap = await snap_at(backend, clock, 181)
+    back = snap.node(node)
+    assert not back.flags and back.reason is None and back.boot_time == int(T0) + 180
+    check_invariants(snap)
+
+
+async def test_submitted_jobs_run_by_looks_not_by_time():
+    clock = Clock()
+    backend = DemoBackend(clock=clock)
+    script = "#!/bin/bash\n#SBATCH --job-name=hello\n#SBATCH -N 2 -p debug\n#SBATCH -o out/%x-%j.log\nsrun hostname\n"
+    job_id = await backend.submit_batch(script)
+    job = await backend.fetch_job(job_id)
+    assert job.state == "RUNNING" and len(job.nodes) == 2 and job.partition == "debug"
+    assert job.stdout == f"/home/operator/out/hello-{job_id}.log"
+    clock.now += 3600  # time alone moves nothing
+    assert (await backend.fetch_job(job_id)).state == "RUNNING"
+    assert [await backend.job_state(job_id) for _ in range(3)] == [("RUNNING", ""), ("COMPLETED", ""), ("COMPLETED", "")]
+    out = backend.probe_runner(None).answer("", ["cat", "--", job.stdout])
+    assert out.ok and "SIMULATED" in out.text()
+    check_invariants(await backend.snapshot())

@@ -156,11 +156,13 @@ async def test_a_multi_step_plan_stops_at_its_first_failure():
 async def test_demo_submission_is_simulated(tmp_path):
     backend = DemoBackend(clock=lambda: 1_750_000_000.0)
     gate = Actions(DemoExecutor(backend), audit=AuditLog(tmp_path / "a.jsonl"), confirm=yes_policy(True))
-    if not callable(getattr(backend, "submit_batch", None)):
-        pytest.skip("the demo does not simulate submissions yet")
     out = await gate.execute(build_submit_plan(SCRIPT.replace("node[01-02]", "dgx[049-050]"), "dgx[049-050]", "/tmp/o"))
     assert out.ok and out.results[-1].value.isdecimal()
-    assert "simulated" in out.results[-1].detail
+    assert [r.detail for r in out.results] == ["simulated", f"Submitted batch job {out.results[-1].value} (simulated)"]
+    job = await backend.fetch_job(out.results[-1].value)
+    assert job.nodes == ("dgx049", "dgx050") and job.stdout == f"/tmp/x-{job.job_id}.out"
+    bad = await gate.execute(build_submit_plan(SCRIPT.replace("node[01-02]", "gpu[01-02]"), "gpu[01-02]"))
+    assert not bad.ok and "Invalid node name specified" in bad.failed[0].detail
 
 
 @pytest.mark.parametrize(
