@@ -162,10 +162,9 @@ class Submissions:
 
     def _place(self, job: SimJob, wanted: tuple[str, ...], part: Any, now: int) -> None:
         sim = self._backend._sc.sim
-        if wanted:
-            nodes = list(wanted)
-        else:
-            nodes = [n for n in part.nodes if sim.nodes[n].available][: job.node_count]
+        # Slurm adds nodes of the partition to a node list shorter than --nodes
+        extra = [n for n in part.nodes if n not in wanted and sim.nodes[n].available]
+        nodes = list(wanted) + extra[: max(job.node_count - len(wanted), 0)]
         bad = [n for n in nodes if not sim.nodes[n].available]
         if bad or len(nodes) < job.node_count:
             job.reason = f"ReqNodeNotAvail, UnavailableNodes:{collapse(bad)}" if bad else "Resources"

@@ -50,6 +50,8 @@ class NodeAnswers:
             while words and "=" in words[0] and not words[0].startswith("-"):
                 words = words[1:]
         prog = words[0].rsplit("/", 1)[-1] if words else ""
+        if node and node not in self.sc.sim.nodes:
+            return CommandResult(tuple(argv), 255, b"", f"ssh: Could not resolve hostname {node}: Name or service not known\n".encode())
         handler = _HANDLERS.get(prog)
         got = handler(self, node, words[1:]) if handler is not None else None
         if got is None:
