@@ -128,8 +128,7 @@ class PyslurmBackend:
     # -- the calls -------------------------------------------------------------
     def _switch(self, why: str) -> None:
         if not self.switched:
-            self.switched = why
-            self.warnings.append(f"switched to the slurm-cli backend: {why}")
+            self.switched = why  # snapshot() and the description say so from now on
             self.worker.kill()
 
     def _worker_failed(self, exc: WorkerFailed) -> None:
@@ -292,6 +291,7 @@ class PyslurmBackend:
         partitions = await part("partitions", self.fetch_partitions(), ())
         topology = await part("topology", self.fetch_topology(), Topology())
         if self.switched:
+            self.warnings[:0] = [f"switched to the slurm-cli backend: {self.switched}"]
             self.warnings.extend(getattr(self.cli(), "warnings", ()))
         return ClusterSnapshot(
             nodes=nodes or (),

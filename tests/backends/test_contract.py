@@ -2,13 +2,16 @@
 
 - demo: always (frozen clock, so its fetches are exactly comparable);
 - slurm-cli: on the real test cluster (tests/cluster/up); skips when it is down;
-- pyslurm: where it imports AND matches the cluster's Slurm; else a skip that says why.
+- pyslurm: on the real test cluster where it imports AND matches the cluster's Slurm (tests/run
+  builds it from ../shared/vendor/pyslurm); else a skip that says why. The CLI backend's
+  cluster checks run on pyslurm in tests/backends/test_pyslurm_cluster.py.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 
@@ -35,15 +38,19 @@ def _cli_backend(request):
 
 
 async def _pyslurm_backend(request):
+    env = _cluster_env(request)
     if importlib.util.find_spec("pyslurm") is None:
-        pytest.skip("pyslurm is not installed (it needs exactly Slurm 25.11)")
+        vendor = Path(__file__).resolve().parents[3] / "shared" / "vendor" / "pyslurm"
+        where = f"{vendor} is missing" if not vendor.is_dir() else f"from {vendor}"
+        pytest.skip(f"pyslurm is not installed in this venv (tests/run builds it {where})")
     from cockpit.backends import pyslurm_backend
+    from cockpit.backends.pyslurm_worker import PyslurmWorker
 
     cli = _cli_backend(request)
-    usable, why = await pyslurm_backend.probe(cli, remote=False)
-    if not usable:
-        pytest.skip(f"pyslurm unusable here: {why}")
-    return pyslurm_backend.PyslurmBackend(cli=cli)
+    found = await pyslurm_backend.probe(cli, worker=PyslurmWorker(env={"SLURM_CONF": env["SLURM_CONF"]}))
+    if not found.usable:
+        pytest.skip(f"pyslurm unusable here: {found.why}")
+    return pyslurm_backend.PyslurmBackend(cli=cli, probed=found)
 
 
 @pytest.fixture(params=["demo", pytest.param("slurm-cli", marks=pytest.mark.cluster),
