@@ -61,7 +61,9 @@ def ids(sealed):
     proc = run("snapshot", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     jobs = json.loads(proc.stdout)["jobs"]
-    by_name = {j["name"]: j for j in jobs}
+    by_name: dict[str, dict] = {}
+    for j in jobs:  # the scenario's own job of each name comes first
+        by_name.setdefault(j["name"], j)
     return {"hung": str(by_name["llama-70b-pretrain"]["job_id"]), "vit": str(by_name["vit-h14-pretrain"]["job_id"]),
             "pending": str(by_name["llama-405b-sft"]["job_id"])}
 
