@@ -154,13 +154,17 @@ class TargetResult:
 
 
 
-# Programs that change cluster or node state. A read-only probe (nvidia-smi, dmesg,
-# py-spy dump, cat ...) never runs them; they go through the gate as actions.
+# Programs that change cluster or node state, or run other programs given to them.
+# A read-only probe (nvidia-smi, dmesg, py-spy dump, cat ...) never runs them; state
+# changes go through the gate as actions.
 _ALWAYS_MUTATING = frozenset({
     "sbatch", "salloc", "srun", "scancel", "strigger", "scrontab", "kill", "pkill", "killall",
     "reboot", "shutdown", "poweroff", "halt", "rm", "mv", "dd", "mkfs", "modprobe", "rmmod",
-    "insmod", "tee", "cp", "chmod", "chown", "mkdir", "touch", "ln", "sh", "bash", "dash", "zsh",
+    "insmod", "tee", "cp", "chmod", "chown", "mkdir", "touch", "ln", "xargs", "perl", "ruby", "node",
+    "nsenter", "chroot", "ssh", "scp", "rsync", "curl", "wget", "systemd-run", "at", "crontab",
+    "truncate", "install", "sed", "awk", "gawk", "ip", "ethtool", "mount", "umount",
 })
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
 # Sub-commands that only read, for programs that can also write.
 _READ_SUBCOMMANDS = {
     "scontrol": frozenset({"show", "listpids", "ping", "version", "-o", "--oneliner", "-d", "--details"}),
@@ -175,6 +179,17 @@ _NVSMI_SETTERS = frozenset({
     "-lmc", "--lock-memory-clocks", "-rmc", "--reset-memory-clocks", "-mig", "--multi-instance-gpu",
     "-am", "--accounting-mode", "-caa", "--clear-accounted-apps", "-dm", "--driver-model",
 })
+_FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprintf", "-fls"})
+
+# The one way a probe may use a shell: a fixed script, with no cluster data in it,
+# that only reads. Every port file of every InfiniBand HCA as path<TAB>value.
+IB_SYSFS_DUMP = (
+    'for f in /sys/class/infiniband/*/ports/*/state /sys/class/infiniband/*/ports/*/phys_state '
+    '/sys/class/infiniband/*/ports/*/rate /sys/class/infiniband/*/ports/*/link_layer '
+    '/sys/class/infiniband/*/ports/*/counters/* /sys/class/infiniband/*/ports/*/hw_counters/*; '
+    'do [ -f "$f" ] && printf "%s\\t%s\\n" "$f" "$(cat "$f" 2>/dev/null)"; done; true'
+)
+READ_ONLY_SCRIPTS = frozenset({IB_SYSFS_DUMP})
 
 
 def mutating_reason(argv: Sequence[str]) -> str | None:
@@ -198,8 +213,14 @@ def mutating_reason(argv: Sequence[str]) -> str | None:
     if not words:
         return None
     prog, rest = words[0].rsplit("/", 1)[-1], words[1:]
-    if prog in _ALWAYS_MUTATING:
-        return f"{prog} changes state"
+    if prog in _ALWAYS_MUTATING or prog.startswith("python"):
+        return f"{prog} changes state or runs other programs"
+    if prog in _SHELLS:
+        if rest[:1] == ["-c"] and len(rest) >= 2 and rest[1] in READ_ONLY_SCRIPTS:
+            return None
+        return f"{prog} runs a script that is not one of cockpit's read-only scripts"
+    if prog == "find" and _FIND_ACTIONS & set(rest):
+        return f"find {sorted(_FIND_ACTIONS & set(rest))[0]} runs or changes things"
     if prog == "scontrol" and rest[:2] == ["write", "batch_script"] and rest[-1:] == ["-"]:
         return None
     if prog in _READ_SUBCOMMANDS:

@@ -65,7 +65,7 @@ from cockpit.errors import (
 )
 from cockpit.hostlist import collapse, expand
 from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, Topology
-from cockpit.models.actions import ProbeOutput
+from cockpit.models.actions import IB_SYSFS_DUMP, ProbeOutput
 from cockpit.paths import config_home, data_home
 from cockpit.runner import CommandResult
 from cockpit.telemetry.nvsmi import GpuTelemetry, parse_query_gpu, query_argv
@@ -107,14 +107,28 @@ class Finding:
         }
 
 
+# The one verdict rule of every check and runbook (docs/verdicts.md):
+# CRIT > WARN > UNKNOWN > OK. A step that cannot apply (a post-mortem has no node
+# to probe) is NOT_APPLICABLE: it adds no finding, so it never raises the verdict.
+# UNKNOWN means nothing could be judged; it outranks OK because an input that was
+# not read must never let the verdict read OK.
+VERDICT_ORDER: tuple[Severity, ...] = (Severity.OK, Severity.UNKNOWN, Severity.WARN, Severity.CRIT)
+NOT_APPLICABLE = "n/a"  # the status of a step (or probe) that cannot apply here
+
+
 def worst(findings: Sequence[Finding], default: Severity = Severity.OK) -> Severity:
-    """The severity of a set of findings. UNKNOWN ranks below CRIT but above WARN."""
-    order = {Severity.OK: 0, Severity.WARN: 1, Severity.UNKNOWN: 2, Severity.CRIT: 3}
+    """The severity of a set of findings by VERDICT_ORDER (``default`` when there are none)."""
+    rank = {s: i for i, s in enumerate(VERDICT_ORDER)}
     sev = default
     for f in findings:
-        if order[f.severity] > order[sev]:
+        if rank[f.severity] > rank[sev]:
             sev = f.severity
     return sev
+
+
+def verdict(findings: Sequence[Finding]) -> Severity:
+    """worst() of the findings, UNKNOWN when there are none: nothing was judged."""
+    return worst(findings, Severity.UNKNOWN) if findings else Severity.UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,12 +322,12 @@ class Plugin:
 
 
 __all__ = [
-    "ACTION_NAMES", "ActionGate", "ActionSpec", "BackendError", "Check", "CheckContext", "CheckResult", "ClusterReader",
+    "ACTION_NAMES", "NOT_APPLICABLE", "VERDICT_ORDER", "ActionGate", "ActionSpec", "BackendError", "Check", "CheckContext", "CheckResult", "ClusterReader",
     "ClusterSnapshot", "CockpitError", "CommandFailed", "CommandResult", "CommandTimeout",
     "ConfigError", "ConfigKey", "ConfirmationNeeded", "Declined", "Finding", "GpuTelemetry", "Job",
     "JobGpus", "JobLogError", "JobProcess", "KeySpec", "Node", "NodeProbes", "Outcome", "Partition",
     "ParseError", "Plan", "Plugin", "ProbeOutput", "ReadOnlyError", "Severity", "SlurmJobs", "Step",
     "TargetResult", "Topology", "UsageError", "check_job_id", "collapse", "config_home", "data_home",
     "expand", "expand_nodes", "node_processes", "parse_query_gpu", "path_for", "query_argv", "read_audit",
-    "sanitize", "worst",
+    "sanitize", "verdict", "worst",
 ]

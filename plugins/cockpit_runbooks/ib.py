@@ -14,13 +14,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# A fixed script (no cluster data in it) that prints every port file as path<TAB>value.
-DUMP_SCRIPT = (
-    'for f in /sys/class/infiniband/*/ports/*/state /sys/class/infiniband/*/ports/*/phys_state '
-    '/sys/class/infiniband/*/ports/*/rate /sys/class/infiniband/*/ports/*/link_layer '
-    '/sys/class/infiniband/*/ports/*/counters/* /sys/class/infiniband/*/ports/*/hw_counters/*; '
-    'do [ -f "$f" ] && printf "%s\\t%s\\n" "$f" "$(cat "$f" 2>/dev/null)"; done; true'
-)
+from cockpit.plugins.api import IB_SYSFS_DUMP
+
+# cockpit's fixed read-only script (the only shell a probe may run): every port file
+# as path<TAB>value.
+DUMP_SCRIPT = IB_SYSFS_DUMP
 DUMP_ARGV = ("sh", "-c", DUMP_SCRIPT)
 
 # Counters whose rise means a sick link (PortCounters; IBTA names as in sysfs).

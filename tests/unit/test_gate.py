@@ -186,9 +186,18 @@ async def test_demo_submission_is_simulated(tmp_path):
         (["sacctmgr", "delete", "user", "x"], True),
         (["sbatch", "--parsable"], True),
         (["dmesg", "-T"], False),
+        (["sh", "-c", "rm -rf /tmp/x"], True),
+        (["bash", "-c", "cat /etc/hostname"], True),  # only cockpit's own fixed scripts
+        (["xargs", "scancel"], True),
+        (["python3", "-c", "import os"], True),
+        (["find", "/var", "-delete"], True),
+        (["find", "/sys/class/infiniband", "-name", "rate"], False),
     ],
 )
 def test_probes_refuse_state_changing_commands(argv, bad):
+    from cockpit.models.actions import IB_SYSFS_DUMP
+
+    assert mutating_reason(["sh", "-c", IB_SYSFS_DUMP]) is None
     assert (mutating_reason(argv) is not None) == bad
     if bad:
         with pytest.raises(UsageError, match="read-only commands only"):
