@@ -162,8 +162,12 @@ _ALWAYS_MUTATING = frozenset({
     "reboot", "shutdown", "poweroff", "halt", "rm", "mv", "dd", "mkfs", "modprobe", "rmmod",
     "insmod", "tee", "cp", "chmod", "chown", "mkdir", "touch", "ln", "xargs", "perl", "ruby", "node",
     "nsenter", "chroot", "ssh", "scp", "rsync", "curl", "wget", "systemd-run", "at", "crontab",
-    "truncate", "install", "sed", "awk", "gawk", "ip", "ethtool", "mount", "umount",
+    "truncate", "install", "awk", "gawk", "mount", "umount",
 })
+# ip and ethtool read by default; these words make them write.
+_IP_WRITES = frozenset({"add", "del", "delete", "set", "change", "replace", "flush", "append", "prepend", "up", "down"})
+_ETHTOOL_READS = frozenset({"-i", "--driver", "-S", "--statistics", "-m", "--module-info", "-T", "--show-time-stamping",
+                            "-k", "--show-features", "-g", "--show-ring", "-a", "--show-pause", "-P", "--show-permaddr"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
 # Sub-commands that only read, for programs that can also write.
 _READ_SUBCOMMANDS = {
@@ -219,6 +223,12 @@ def mutating_reason(argv: Sequence[str]) -> str | None:
         if rest[:1] == ["-c"] and len(rest) >= 2 and rest[1] in READ_ONLY_SCRIPTS:
             return None
         return f"{prog} runs a script that is not one of cockpit's read-only scripts"
+    if prog == "sed" and any(w.startswith(("-i", "--in-place")) for w in rest):
+        return "sed -i changes files"
+    if prog == "ip" and _IP_WRITES & set(rest):
+        return f"ip {sorted(_IP_WRITES & set(rest))[0]} changes the network"
+    if prog == "ethtool" and any(w.startswith("-") and w not in _ETHTOOL_READS for w in rest):
+        return "ethtool with a setting option changes the NIC"
     if prog == "find" and _FIND_ACTIONS & set(rest):
         return f"find {sorted(_FIND_ACTIONS & set(rest))[0]} runs or changes things"
     if prog == "scontrol" and rest[:2] == ["write", "batch_script"] and rest[-1:] == ["-"]:

@@ -192,6 +192,12 @@ async def test_demo_submission_is_simulated(tmp_path):
         (["python3", "-c", "import os"], True),
         (["find", "/var", "-delete"], True),
         (["find", "/sys/class/infiniband", "-name", "rate"], False),
+        (["ip", "-j", "link", "show"], False),
+        (["ip", "link", "set", "eth0", "down"], True),
+        (["ethtool", "eth0"], False),
+        (["ethtool", "-s", "eth0", "speed", "100"], True),
+        (["sed", "-n", "1p", "/etc/hostname"], False),
+        (["sed", "-i", "s/a/b/", "/etc/hosts"], True),
     ],
 )
 def test_probes_refuse_state_changing_commands(argv, bad):
