@@ -23,6 +23,7 @@ key there, as OpenSSH does.
 from __future__ import annotations
 
 import getpass
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -83,6 +84,33 @@ class KnownHostsCache:
         self._parsed[files] = (stamp, parsed)
         return parsed
 
+    def files_for(self, host: str) -> tuple[str, ...]:
+        """The known_hosts files that apply to ``host``, for messages: where asyncssh
+        would evaluate the ssh config per host, it is evaluated here for this one host.
+        Raises OSError / ValueError for an unreadable or bad config."""
+        if not self.settings.strict_host_key_checking:
+            return ()
+        files = self._host_files(host)
+        if files is None:
+            files = self._from_config(host, tuple(self.settings.config_paths()))
+        return files
+
+    def holder(self, host: str, names: tuple[str, ...], port: int) -> tuple[str, tuple[str, ...]] | None:
+        """The first file of :meth:`files_for` that trusts a key for ``host`` under any
+        of ``names`` (alias, HostName, address) at ``port``, and the names it holds one
+        for; None when no file does: the key is unknown rather than changed. Files
+        that cannot be read are skipped."""
+        for path in self.files_for(host):
+            try:
+                known = asyncssh.read_known_hosts(path)
+            except (OSError, ValueError, asyncssh.Error):
+                continue
+            # match() takes a host pattern and an IP (or None), either may match a line
+            held = tuple(n for n in names if known.match(n, n if _is_ip(n) else None, port)[0])
+            if held:
+                return path, held
+        return None
+
     def _host_files(self, host: str) -> tuple[str, ...] | None:
         """The files that apply to ``host``, or None when only asyncssh's own
         per-host config evaluation can tell (then it reads them itself)."""
@@ -118,6 +146,14 @@ class KnownHostsCache:
             return ()
         files = [*user, *cfg.get("GlobalKnownHostsFile", [])]
         return tuple(str(Path(f).expanduser()) for f in files) if files else _default_file()
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _default_file() -> tuple[str, ...]:

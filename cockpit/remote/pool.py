@@ -18,7 +18,7 @@ import asyncssh
 from cockpit.runner import CommandResult
 from cockpit.errors import BackendError, CommandTimeout
 from cockpit.remote.knownhosts import KnownHostsCache
-from cockpit.remote.settings import SshSettings, describe_error, remote_command
+from cockpit.remote.settings import SshSettings, describe_error, host_key_refusal, remote_command
 
 
 class SshError(BackendError):
@@ -65,6 +65,10 @@ class SshPool:
             # asyncssh applies connect_timeout itself; the outer wait_for also
             # bounds the time spent reading configs and keys.
             return await asyncio.wait_for(asyncssh.connect(host, **kw), (s.connect_timeout or 3600) + 1)
+        except asyncssh.HostKeyNotVerifiable:
+            # Never accepted, whatever the cause: the message tells a changed key from an
+            # unknown one and gives the commands that accept the key offered now.
+            raise SshError(host_key_refusal(s, host, self.known_hosts)) from None
         except (OSError, asyncssh.Error, asyncio.TimeoutError, ValueError) as exc:
             raise SshError(describe_error(s, host, exc)) from None
 

@@ -138,6 +138,41 @@ def host_key_advice(settings: SshSettings, host: str) -> str:
     )
 
 
+def host_key_refusal(settings: SshSettings, host: str, known: Any) -> str:
+    """The one line for a host key that strict checking refused, told apart: a key the
+    known_hosts file holds another key for (changed) or no key at all (unknown), each
+    with the exact commands that accept the key the host offers now. ``known`` is the
+    pool's KnownHostsCache. Never raises: odd configs get the general advice."""
+    try:
+        addr, port = _resolve(settings, host)
+        names = tuple(dict.fromkeys((host, addr)))
+        holder = known.holder(host, names, port)
+        files = known.files_for(host)
+    except Exception:  # messages must never fail because the config is odd
+        return describe_error(settings, host, asyncssh.HostKeyNotVerifiable("host key not verifiable"))
+    def entry(name: str) -> str:  # how known_hosts names a host on this port
+        return f"[{name}]:{port}" if port != 22 else name
+
+    scan = f"ssh-keyscan -p {port} {addr}" if port != 22 else f"ssh-keyscan {addr}"
+    path = holder[0] if holder else (files[0] if files else str(Path(DEFAULT_KNOWN_HOSTS).expanduser()))
+    where = shlex.quote(path)
+    if holder is None:
+        return (
+            f"ssh {host}: host key unknown or changed, refused (strict_host_key_checking is on): "
+            f"{where} has no key for {entry(addr)}; to accept it, check its fingerprint "
+            f"(`{scan} | ssh-keygen -lf -`) and run `{scan} >> {where}`"
+        )
+    # The old key goes under every name the file holds it for (alias and address), then
+    # the key offered now is added for the address, which asyncssh and OpenSSH both match.
+    remove = " && ".join(f"ssh-keygen -R {shlex.quote(entry(n))} -f {where}" for n in holder[1])
+    return (
+        f"ssh {host}: host key changed, refused (strict_host_key_checking is on): "
+        f"it is not the key {where} holds for {entry(holder[1][0])}; if the host was reinstalled, "
+        f"check the new key's fingerprint (`{scan} | ssh-keygen -lf -`) and accept it with "
+        f"`{remove} && {scan} >> {where}`"
+    )
+
+
 def describe_error(settings: SshSettings, host: str, exc: BaseException) -> str:
     """One line naming the host and the cause; never a traceback."""
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
