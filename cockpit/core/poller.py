@@ -14,15 +14,20 @@ Rules it keeps (tested in tests/unit/test_poller.py with a fake clock):
   at once, so the first screen does not wait for the last job;
 * on failure the last data stays, the status turns stale with the cause and the
   time of the last success, and the kind is retried with exponential backoff
-  (capped) until it succeeds, which clears the stale state by itself.
+  (capped) until it succeeds, which clears the stale state by itself;
+* node kinds (:class:`NodeKind`: GPU telemetry) are read from the nodes, not from
+  Slurm: each on its own interval, only for the nodes wanted now (those on screen)
+  or asked for (:meth:`Poller.ask`), in a task of the same event loop (no thread
+  of their own), never overlapping themselves and never holding up the Slurm kinds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,6 +38,7 @@ ADAPT_FACTOR = 5.0
 MAX_BACKOFF = 120.0
 MIN_SLEEP = 0.05
 DEFAULT_INTERVALS = {"nodes": 5.0, "jobs": 5.0, "partitions": 30.0, "topology": 300.0}
+IDLE_RECHECK = 1.0  # a node kind with no node wanted looks again this soon (a view just opened)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,23 @@ class PollStatus:
 UpdateCallback = Callable[[ClusterSnapshot, PollStatus], Any]
 
 
+@dataclass(frozen=True)
+class NodeKind:
+    """A resource kind read from the nodes themselves (GPU telemetry), not from Slurm.
+
+    ``wanted()`` names the nodes to read now (those on screen); the poller adds the
+    ones asked for with :meth:`Poller.ask`. ``fetch(nodes)`` reads them (one node's
+    failure belongs in its result: an exception counts as the whole kind failing,
+    retried with backoff) and ``deliver(nodes, result)`` hands the result on (sync or
+    async). ``interval`` seconds between reads, raised to ADAPT_FACTOR x the last
+    read's duration as for the Slurm kinds."""
+
+    fetch: Callable[[tuple[str, ...]], Awaitable[Any]]
+    wanted: Callable[[], Iterable[str]]
+    deliver: Callable[[tuple[str, ...], Any], Any]
+    interval: float
+
+
 def settle_heap() -> None:
     """Move what survived so far out of the cyclic GC's reach.
 
@@ -129,12 +152,17 @@ class Poller:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         timer: Callable[[], float] = time.perf_counter,
+        node_kinds: Mapping[str, NodeKind] | None = None,
     ) -> None:
         self.backend = backend
         self.on_update = on_update
         self.intervals = {**DEFAULT_INTERVALS, **{k: float(v) for k, v in (intervals or {}).items() if k in RESOURCE_KINDS}}
         self.clock, self._sleep, self._timer = clock, sleep, timer
         self._status = {k: KindStatus() for k in RESOURCE_KINDS}
+        self.node_kinds: dict[str, NodeKind] = dict(node_kinds or {})
+        self._node_status = {k: KindStatus() for k in self.node_kinds}
+        self._asked: dict[str, set[str]] = {k: set() for k in self.node_kinds}
+        self._node_tasks: dict[str, asyncio.Future] = {}
         self._data: dict[str, Any] = {"nodes": (), "jobs": (), "partitions": (), "topology": Topology()}
         self._paused = False
         self._wake = asyncio.Event()
@@ -157,9 +185,28 @@ class Poller:
         self.refresh_now()
 
     def refresh_now(self) -> None:
-        """Make every kind due now (the ``r`` key)."""
+        """Make every kind due now (the ``r`` key), node kinds included."""
         self._status = {k: replace(s, next_due=0.0) for k, s in self._status.items()}
+        self._node_status = {k: replace(s, next_due=min(s.next_due, 0.0)) for k, s in self._node_status.items()}
         self._wake.set()
+
+    def ask(self, kind: str, nodes: Iterable[str] = ()) -> None:
+        """Read node kind ``kind`` now (or as soon as the read in flight ends), for
+        ``nodes`` once besides the nodes wanted. Raises KeyError for an unknown kind."""
+        self._asked[kind].update(map(str, nodes))
+        self._node_status[kind] = replace(self._node_status[kind], next_due=0.0)
+        self._wake.set()
+
+    def node_status(self, kind: str) -> KindStatus:
+        """What the poller knows about node kind ``kind`` (KeyError when unknown)."""
+        return self._node_status[kind]
+
+    def node_busy(self, kind: str) -> bool:
+        """True while node kind ``kind`` is being read."""
+        return kind in self._node_tasks
+
+    def node_interval(self, kind: str) -> float:
+        return max(self.node_kinds[kind].interval, ADAPT_FACTOR * self._node_status[kind].last_duration)
 
     def status(self) -> PollStatus:
         return PollStatus(dict(self._status), self._paused, self.clock())
@@ -257,19 +304,110 @@ class Poller:
             simulated=bool(getattr(self.backend, "simulated", False) or getattr(self.backend, "name", "") == "demo"),
         )
 
-    def next_wake(self) -> float:
-        """Seconds until the next kind is due (never below MIN_SLEEP)."""
+    def next_wake(self, *, cluster_busy: bool = False) -> float:
+        """Seconds until the next kind is due (never below MIN_SLEEP). Kinds being
+        fetched are left out: their end wakes the loop."""
         now = self.clock()
-        return max(MIN_SLEEP, min(s.next_due for s in self._status.values()) - now)
+        due = [] if cluster_busy else [s.next_due for s in self._status.values()]
+        due += [s.next_due for k, s in self._node_status.items() if k not in self._node_tasks]
+        return max(MIN_SLEEP, min(due, default=now + 3600.0) - now)
 
+    # -- node kinds (GPU telemetry) -------------------------------------
+    def start_node_kinds(self) -> list[asyncio.Future]:
+        """Start reading every node kind that is due and not in flight; returns their tasks."""
+        started = []
+        now = self.clock()
+        for name in self.node_kinds:
+            st = self._node_status[name]
+            if self._paused or name in self._node_tasks or st.next_due > now:
+                continue
+            nodes = self._nodes_for(name)
+            if not nodes:
+                recheck = min(IDLE_RECHECK, self.node_interval(name))
+                self._node_status[name] = replace(st, next_due=now + recheck)
+                continue
+            task = asyncio.ensure_future(self._read_nodes(name, nodes))
+            self._node_tasks[name] = task
+            task.add_done_callback(lambda _t, n=name: self._node_done(n))
+            started.append(task)
+        return started
+
+    async def poll_nodes_once(self) -> None:
+        """Read every due node kind and wait for the reads (tests; :meth:`run` does not wait)."""
+        tasks = self.start_node_kinds()
+        if tasks:
+            await asyncio.gather(*tasks)
+
+    def _nodes_for(self, name: str) -> tuple[str, ...]:
+        try:
+            wanted = set(map(str, self.node_kinds[name].wanted()))
+        except Exception as exc:  # noqa: BLE001 - a broken wanted() is this kind failing, not the poller
+            self._node_failed(name, exc)
+            return ()
+        nodes, self._asked[name] = wanted | self._asked[name], set()
+        return tuple(sorted(nodes))
+
+    async def _read_nodes(self, name: str, nodes: tuple[str, ...]) -> None:
+        kind = self.node_kinds[name]
+        start = self._timer()
+        try:
+            result = await kind.fetch(nodes)
+            duration = self._timer() - start
+            delivered = kind.deliver(nodes, result)
+            if asyncio.iscoroutine(delivered):
+                await delivered
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - shown as this kind's error, retried with backoff
+            self._node_failed(name, exc)
+            return
+        st = replace(self._node_status[name], last_ok=self.clock(), last_duration=duration, failures=0, error="")
+        self._node_status[name] = st
+        # Nodes asked for meanwhile are read at once; the others after the interval.
+        due = 0.0 if self._asked[name] else self.clock() + self.node_interval(name)
+        self._node_status[name] = replace(st, next_due=due)
+
+    def _node_failed(self, name: str, exc: BaseException) -> None:
+        old = self._node_status[name]
+        failures = old.failures + 1
+        delay = min(min(self.node_kinds[name].interval, 5.0) * 2 ** (failures - 1), MAX_BACKOFF)
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        self._node_status[name] = replace(old, failures=failures, error=cause, next_due=self.clock() + delay)
+
+    def _node_done(self, name: str) -> None:
+        self._node_tasks.pop(name, None)
+        self._wake.set()
+
+    async def close(self) -> None:
+        """Cancel the node reads in flight and wait for them to end."""
+        tasks = list(self._node_tasks.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)
+
+    # -- the loop ---------------------------------------------------------
     async def run(self) -> None:
         """Poll forever (until cancelled). Sleeps until the next kind is due, pause or a
-        refresh request."""
-        while True:
-            await self.poll_once()
-            self._wake.clear()
-            wait = 3600.0 if self._paused else self.next_wake()
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=wait) if wait > MIN_SLEEP else await self._sleep(wait)
-            except asyncio.TimeoutError:
-                pass
+        refresh request. The Slurm kinds' poll and each node kind run as tasks of this
+        loop, so a slow read of the nodes never delays the next squeue, nor one the other."""
+        cluster: asyncio.Future | None = None
+        try:
+            while True:
+                self._wake.clear()
+                if cluster is not None and cluster.done():
+                    cluster, done = None, cluster
+                    done.result()  # a failing on_update surfaces here, ending the loop as before
+                if cluster is None and not self._paused and self.due(self.clock()):
+                    cluster = asyncio.ensure_future(self.poll_once())
+                    cluster.add_done_callback(lambda _t: self._wake.set())
+                self.start_node_kinds()
+                wait = 3600.0 if self._paused else self.next_wake(cluster_busy=cluster is not None)
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout=wait) if wait > MIN_SLEEP else await self._sleep(wait)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            if cluster is not None:
+                cluster.cancel()
+            await self.close()
