@@ -92,3 +92,38 @@ def test_arbitrary_text_raises_only_parse_error(text):
         parse_query_gpu(text)
     except ParseError:
         pass
+
+
+# -- read through a probe runner (what the TUI's poller reads) -----------------------------
+async def test_read_telemetry_through_a_probe_runner_never_raises_for_a_node():
+    from cockpit.errors import CockpitError
+    from cockpit.models.actions import ProbeOutput
+    from cockpit.telemetry.nvsmi import query_argv
+    from cockpit.telemetry.probe import read_telemetry
+
+    idle = (DATA / "query-gpu-h100-idle.csv").read_text()
+
+    class Probes:
+        def __init__(self):
+            self.argv = None
+
+        async def on_nodes(self, nodes, argv, *, via="auto", timeout=None):
+            self.argv = list(argv)
+            return {"ok": ProbeOutput("ok", True, idle), "down": ProbeOutput("down", False, "", "ssh down: no route"),
+                    "gone": ProbeOutput("gone", False, "", "nvidia-smi: command not found"),
+                    "junk": ProbeOutput("junk", True, "not,a,csv\n")}
+
+    probes = Probes()
+    got = await read_telemetry(probes, ["ok", "down", "gone", "junk", "silent"])
+    assert probes.argv == query_argv()
+    assert list(got.readings) == [("ok", 0)] and got.readings[("ok", 0)].temp_gpu == 41.0
+    assert got.errors["down"] == "ssh down: no route"
+    assert got.errors["gone"] == "gone: nvidia-smi: command not found"
+    assert "junk" in got.errors["junk"] and "silent" in got.errors["silent"]
+
+    class Broken:
+        async def on_nodes(self, nodes, argv, **kw):
+            raise CockpitError("no SSH settings")
+
+    got = await read_telemetry(Broken(), ["a", "b"])
+    assert got.readings == {} and got.errors == {"a": "no SSH settings", "b": "no SSH settings"}
