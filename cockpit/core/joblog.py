@@ -258,9 +258,10 @@ def open_job_output(job: Any, *, stderr: bool = False, where: str = "auto", remo
                     settings: Any = None, pool: Any = None) -> JobOutput:
     """A JobOutput for the job's stdout (or stderr), here or on its batch host.
 
-    ``pool`` (an SshPool, kept open) or ``settings`` (SshSettings: a pool of its
-    own, closed by :meth:`JobOutput.close`) reach the nodes; nothing connects
-    until the first read. Raises JobLogError (no path, no node yet, bad ``where``)."""
+    ``pool`` (kept open: an SshPool, or the backend's probe runner, which the TUI
+    passes so the demo's simulated nodes answer too) or ``settings`` (SshSettings:
+    a pool of its own, closed by :meth:`JobOutput.close`) reach the nodes; nothing
+    connects until the first read. Raises JobLogError (no path, no node yet, bad ``where``)."""
     path = path_for(job, stderr=stderr)
     node = reading_node(job, path, where=where, remote_session=remote_session)
     if node is None:

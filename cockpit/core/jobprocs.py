@@ -1,6 +1,9 @@
 """A job's processes on each of its nodes: ``scontrol listpids JOBID`` run on
-the node itself (over SSH), with process state from ``ps`` and the GPU index
-from nvidia-smi's compute-apps where a GPU driver answers.
+the node itself, with process state from ``ps`` and the GPU index from
+nvidia-smi's compute-apps where a GPU driver answers. The node is reached
+through a "pool": anything with ``run(node, argv, timeout=)`` returning a
+CommandResult, an SshPool (headless) or the backend's probe runner (the TUI:
+SSH on a real cluster, the simulated nodes in the demo).
 
 No Textual here: the TUI's job detail and headless commands both call
 :func:`job_processes`.
