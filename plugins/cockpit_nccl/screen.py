@@ -1,9 +1,11 @@
 """TUI screen of the nccl plugin: pick nodes, engine and mode, watch progress, read the
 verdict, the results table, the busbw-vs-size plot and (pair mode) the suspect node.
 
-Imported only by the TUI (it imports Textual). It runs the same NcclCheck as the
-headless command, in a named exclusive worker; cluster strings are shown as Text,
-never as markup.
+Imported only by the TUI (it imports Textual). ``NcclScreen(context, nodes="")``
+opens on ``nodes`` (the TUI passes the selected nodes). It runs the same NcclCheck
+as the headless command, in a named exclusive worker: each submission goes through
+the context's gate (the TUI's dialog with the argv and the script; refused and
+audited in read-only mode). Cluster strings are shown as Text, never as markup.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import replace
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Log, Select, Static
@@ -28,17 +31,19 @@ from cockpit_nccl.run import ENGINES, MODES
 class NcclScreen(Screen):
     """Run and judge NCCL bandwidth tests."""
 
-    BINDINGS = [("escape", "app.pop_screen", "Back"), ("r", "start", "Run")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="nccl.back"),
+                Binding("r", "start", "Run", id="nccl.run")]
 
-    def __init__(self, context: CheckContext, **kw) -> None:
+    def __init__(self, context: CheckContext, nodes: str = "", **kw) -> None:
         super().__init__(**kw)
         self.context = context
+        self.initial_nodes = nodes
         self.check = NcclCheck()
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="nccl-form"):
-            yield Input(placeholder="nodes, e.g. node[01-04]", id="nodes")
+            yield Input(self.initial_nodes, placeholder="nodes, e.g. node[01-04]", id="nodes")
             yield Select([(e, e) for e in ENGINES], value=ENGINES[0], id="engine", allow_blank=False)
             yield Select([(m, m) for m in MODES], value="all", id="mode", allow_blank=False)
             yield Button("Run", id="run", variant="primary")
@@ -67,6 +72,9 @@ class NcclScreen(Screen):
         return parser.parse_args(argv)
 
     def action_start(self) -> None:
+        if not self.query_one("#nodes", Input).value.strip():
+            self.notify("give the nodes to test, e.g. node[01-04]", severity="warning")
+            return
         self.query_one("#progress", Log).clear()
         self._set_verdict(Text("running..."))
         self.run_check()

@@ -3,12 +3,16 @@
 ``RunbookScreen(book, rc, mode="propose")`` runs a runbook in a worker and
 shows the steps, a live evidence pane, the findings and each proposed action
 with its exact argv. Start it from a job or node row ("why is this stuck?").
-Cluster strings are shown as plain Text, never as markup.
+``x`` runs it again in act mode: each action then goes through the context's
+gate, which confirms it (the TUI's dialog with the exact argv) and refuses it in
+read-only mode (the refusal audited, before anything runs). Cluster strings are
+shown as plain Text, never as markup.
 """
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from typing import Any
 
 from rich.text import Text
@@ -17,6 +21,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
+
+from cockpit.plugins.api import ReadOnlyError
 
 from .engine import StepOutcome, run_runbook
 
@@ -55,7 +61,8 @@ def findings_text(outcomes: dict[str, StepOutcome]) -> Text:
 
 
 class RunbookScreen(Screen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="runbook.back"),
+                Binding("x", "act", "Do proposed actions", id="runbook.act")]
     DEFAULT_CSS = """
     #rb-left { width: 2fr; }
     #rb-steps { height: auto; border: round $accent; }
@@ -91,3 +98,18 @@ class RunbookScreen(Screen):
 
     async def _run(self) -> None:
         await run_runbook(self.book, self.rc, self.mode, on_step=self._step_done)
+
+    def action_act(self) -> None:
+        """Run again doing the proposed actions, each confirmed by the gate."""
+        what = f"job {self.rc.job_id}" if self.rc.job_id else f"node {self.rc.node}"
+        try:
+            self.rc.ctx.actions.refuse_if_read_only(f"runbooks.{self.book.name}", (what,))
+        except ReadOnlyError as exc:
+            self.notify(str(exc), severity="error", timeout=10)
+            return
+        if self.mode == "act":
+            self.notify("this run already does its actions (each one asked for confirmation)")
+            return
+        # A fresh context (the same inputs, no facts or findings of this run) for the acting run.
+        rc = replace(self.rc, job=None, facts={}, findings=[], events=None)
+        self.app.switch_screen(type(self)(self.book, rc, "act"))

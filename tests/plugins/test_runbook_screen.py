@@ -40,3 +40,34 @@ async def test_screen_shows_steps_evidence_findings_and_argv():
     assert screen.outcomes["reboot"].argv[0][:3] == ["scontrol", "reboot", "ASAP"]
     assert "proposed" in steps
     assert plugin.screens["runbook"] == "cockpit_runbooks.screen:RunbookScreen"
+
+
+async def _press_x(ctx) -> tuple[object, object, list[str]]:
+    books, _ = load_runbooks()
+    log = str(DATA / "xid-dmesg" / "modal-docs-gpu-health-xid79-line.txt")
+    screen = RunbookScreen(books["gpu-xid"], RunContext(ctx, node="gpu07", kernel_logs=(log,)))
+
+    class _App(App):
+        def on_mount(self) -> None:
+            self.push_screen(screen)
+
+    app = _App()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("x")
+        await pilot.pause(0.2)
+        return screen, app.screen, [n.message for n in app._notifications]
+
+
+async def test_x_runs_again_in_act_mode_through_the_gate_or_is_refused_read_only(tmp_path):
+    from cockpit.core.audit import AuditLog, read_audit
+
+    first, shown, _notes = await _press_x(make_ctx())
+    assert isinstance(shown, RunbookScreen) and shown is not first and shown.mode == "act"
+    assert shown.rc is not first.rc and shown.rc.kernel_logs == first.rc.kernel_logs  # the same inputs, a fresh run
+
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    first, shown, notes = await _press_x(make_ctx(read_only=True, audit=audit))
+    assert shown is first and shown.mode == "propose"
+    assert any("read-only mode" in n for n in notes)
+    assert [(r["action"], r["result"]) for r in read_audit(tmp_path / "audit.jsonl")] == [("runbooks.gpu-xid", "refused")]
