@@ -56,12 +56,23 @@ def split_output(nodes: Sequence[str], stdout: bytes, stderr: bytes, returncode:
     for node in nodes:
         task = by_node.get(node)
         if task is None:
-            first = stderr.decode("utf-8", "replace").strip().splitlines()
-            why = first[-1] if first else f"srun exited {returncode}"
+            why = _why_no_output(node, stderr.decode("utf-8", "replace"), returncode)
             results[node] = HostResult(node, None, duration=duration, error=f"srun {node}: no output from this node ({why})")
             continue
         results[node] = HostResult(node, codes.get(node, 0), b"".join(out.get(task, [])), b"".join(err.get(task, [])), duration)
     return results
+
+
+def _why_no_output(node: str, stderr: str, returncode: int) -> str:
+    """srun's own words about ``node``: its last stderr line naming the node (a frozen
+    slurmd gives "Task launch for StepId=... failed on node node03: Socket timed out
+    on send/recv operation"), else srun's last line, else its exit status."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    named = re.compile(rf"(?<![\w.-]){re.escape(node)}(?![\w-])")
+    mine = [ln for ln in lines if named.search(ln)]
+    if mine:
+        return mine[-1]
+    return lines[-1] if lines else f"srun exited {returncode}"
 
 
 async def srun_fanout(runner, nodes: Iterable[str], argv: Sequence[str], *, timeout: float | None = None,
