@@ -66,7 +66,7 @@ class Ssh:
 class Tui:
     theme: str = _f("textual-dark", "Textual theme name.")
     max_cell_width: int = _f(40, "Cluster strings longer than this are cut with an ellipsis in tables.")
-    telemetry: bool = _f(True, "Poll live GPU telemetry (nvidia-smi over SSH) for the nodes in view, every [refresh] telemetry seconds, when SSH reaches the nodes ([general] host, [ssh] jump_host or an ssh config file); false turns it off.")
+    telemetry: bool = _f(True, "Poll live GPU telemetry (nvidia-smi through the backend's probe runner: SSH to the nodes, or the demo's simulated nodes) for the nodes in view, every [refresh] telemetry seconds; on a real cluster only when SSH reaches the nodes ([general] host, [ssh] jump_host or an ssh config file); false turns it off.")
 
 
 @dataclass(frozen=True)

@@ -1,101 +1,168 @@
 """CockpitApp: takes its backend as an argument, runs the one poller, routes snapshots.
 
 Data flow: backend -> Poller (cockpit.core.poller) -> SnapshotUpdated message ->
-MainScreen -> the views (rows built in worker threads) -> VTable.
+MainScreen -> the views (rows built in worker threads) -> VTable. GPU telemetry
+is a node kind of the same poller (cockpit/tui/telemetry.py) -> TelemetryUpdated.
 
-Seams for other issues:
-* telemetry: post ``TelemetryUpdated(mapping)`` or call :meth:`set_telemetry`
-  (see cockpit/tui/messages.py for the mapping's shape);
-* actions: a module ``cockpit.tui.screens.actions`` with ``install(app)`` is
-  called on mount; it can ``app.bind(...)``, add palette entries with
-  :meth:`add_command`, and read :meth:`selected_keys` / :meth:`marked_keys`;
-  ``cockpit.tui.screens.plugins`` (plugin screens, keys l/w) and
-  ``cockpit.tui.telemetry`` (live GPU telemetry, key t) are installed the same way.
+The App declares what it offers: its keys (``BINDINGS``, each with an id a
+keymap can rebind; the main screen and the tables declare theirs), its palette
+entries (``COMMANDS``: cockpit/tui/commands.py) and, from the plugins loaded
+through the entry point, their keys (KeySpecs), screens and commands
+(cockpit/tui/plugin_support.py). The actions are methods of the App and of the
+helpers it owns: :class:`~cockpit.tui.acting.ActionFlows` (a, f, P) and
+:class:`~cockpit.tui.openers.PluginOpeners` (plugin screens and checks).
 """
 
 from __future__ import annotations
 
-import importlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from textual.app import App, SystemCommand
-from textual.screen import Screen
+from textual.app import App
+from textual.binding import Binding, BindingsMap
 
+from cockpit.config import Config
+from cockpit.core.actions import Actions
 from cockpit.core.poller import Poller, PollStatus
 from cockpit.models import ClusterSnapshot
+from cockpit.tui.acting import ActionFlows
+from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.messages import SnapshotUpdated, StatusUpdated, TelemetryUpdated
+from cockpit.tui.openers import PluginOpeners
+from cockpit.tui.plugin_support import PluginRegistry, normalize_key
+from cockpit.tui.screens.detail import DetailScreen, NodeDetailScreen
 from cockpit.tui.screens.help import KeysScreen
-from cockpit.tui.screens.main import VIEW_ORDER, MainScreen
+from cockpit.tui.screens.main import MainScreen
+from cockpit.tui.selection import nodes_in_view
+from cockpit.tui.telemetry import KIND as TELEMETRY, LiveTelemetry, telemetry_blocker, visible_gpu_nodes
+from cockpit.tui.widgets.vtable import VTable
+
+# What each of the App's keys does, for the keys screen (by binding id).
+KEY_HELP = {
+    "cockpit.act": "act on the marked rows (or the cursor row): cancel, signal, requeue, hold, drain ..., "
+                   "always confirmed with the exact command",
+    "cockpit.follow": "follow a job's stdout/stderr (read here, or on its batch host through the probe runner)",
+    "cockpit.procs": "a job's processes on each of its nodes",
+    "cockpit.telemetry": "poll GPU telemetry now for the selected nodes / job (nodes in view are polled anyway)",
+}
+
+
+def probes_for(backend: Any, config: Config) -> Any:
+    """The backend's probe runner (read-only commands on its nodes), or None when it brings none."""
+    make = getattr(backend, "probe_runner", None)
+    return make(config) if make is not None else None
 
 
 class CockpitApp(App):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "cockpit"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {CockpitCommands}
+    BINDINGS = [
+        Binding("a", "act", "Act", id="cockpit.act"),
+        Binding("f", "follow_output", "Follow log", show=False, id="cockpit.follow"),
+        Binding("P", "job_processes", "Procs", show=False, id="cockpit.procs"),
+        Binding("t", "telemetry_now", "GPU poll", id="cockpit.telemetry"),
+    ]
 
     def __init__(
         self,
         backend: Any,
-        config: Any = None,
+        config: Config | None = None,
         *,
         read_only: bool = False,
         clock: Callable[[], float] = time.time,
         poll: bool = True,
+        probes: Any = None,
+        plugins: PluginRegistry | None = None,
     ) -> None:
+        """``probes``: the backend's probe runner unless given; ``plugins``: loaded
+        through the entry point unless given."""
         super().__init__()
         self.backend = backend
-        self.config = config
+        self.config = config or Config()
         self.read_only = read_only
         self.clock = clock
         self.snapshot: ClusterSnapshot | None = None
         self.poll_status: PollStatus | None = None
         self.telemetry: dict = {}
-        self.extra_commands: list[tuple[str, str, Callable[[], Any]]] = []
-        refresh = getattr(config, "refresh", None)
-        intervals = {k: getattr(refresh, k) for k in ("nodes", "jobs", "partitions", "topology")} if refresh else None
-        self.poller = Poller(backend, self._on_poll, intervals, clock=clock)
+        self.probes = probes if probes is not None else probes_for(backend, self.config)
+        self.acting = ActionFlows(self)
+        self.openers = PluginOpeners(self)
+        self.plugins = plugins if plugins is not None else PluginRegistry.load()
+        self._add_plugin_keys()
+        self._gate: Actions | None = None
+        why = telemetry_blocker(self.config, self.probes, self.simulated)
+        self.telemetry_state = why or "on"
+        self.live_telemetry = None if why else LiveTelemetry(self, self.probes, self.config.refresh.telemetry, clock)
+        node_kinds = {TELEMETRY: self.live_telemetry.node_kind()} if self.live_telemetry else {}
+        refresh = self.config.refresh
+        intervals = {k: getattr(refresh, k) for k in ("nodes", "jobs", "partitions", "topology")}
+        self.poller = Poller(backend, self._on_poll, intervals, clock=clock, node_kinds=node_kinds)
         self._poll = poll
-        tui = getattr(config, "tui", None)
-        self.main = MainScreen(clock, getattr(tui, "max_cell_width", 40))
-        if tui is not None and tui.theme in self.available_themes:
-            self.theme = tui.theme
+        self.main = MainScreen(clock, self.config.tui.max_cell_width)
+        if self.config.tui.theme in self.available_themes:
+            self.theme = self.config.tui.theme
+
+    def _add_plugin_keys(self) -> None:
+        # Textual compiles a class's BINDINGS when the class is made, and the plugins'
+        # keys are known only once the entry points are loaded: so this App's binding
+        # map gets one Binding per accepted KeySpec, once, before anything is mounted.
+        # Each carries the spec's id (a keymap rebinds it) and runs the one declared
+        # action plugin_key(id); a spec that clashes with a key declared here is refused.
+        taken = {}
+        for cls in (CockpitApp, MainScreen, VTable, DetailScreen):
+            for b in Binding.make_bindings(cls.BINDINGS):
+                taken[normalize_key(b.key)] = f"cockpit's {b.description or b.action!r}"
+        bindings = self.plugins.register_keys(taken, self.openers.key_openers)
+        if bindings:
+            self._bindings = BindingsMap.merge([self._bindings, BindingsMap(bindings)])
+
+    # -- facts -------------------------------------------------------------
+    @property
+    def simulated(self) -> bool:
+        return bool(getattr(self.backend, "simulated", False))
+
+    @property
+    def backend_name(self) -> str:
+        return str(getattr(self.backend, "name", "this backend"))
+
+    def gate(self) -> Actions:
+        """The one gate for this session's actions (the operator's and plugins'), confirming
+        with the dialog. Raises ConfigError when the audit log path is unusable."""
+        if self._gate is None:
+            from cockpit.core.actions import actions_for_backend
+            from cockpit.tui.plugin_support import dialog_confirm
+
+            self._gate = actions_for_backend(self.backend, self.config, read_only=self.read_only,
+                                             confirm=dialog_confirm(self))
+        return self._gate
+
+    @property
+    def gate_description(self) -> str:
+        return self._gate.description if self._gate is not None else ""
 
     # -- lifecycle -------------------------------------------------------
     def on_mount(self) -> None:
         self.push_screen(self.main)
+        for warning in self.plugins.warnings:
+            self.notify(warning, title="plugin", severity="error", timeout=15)
         if self._poll:
             self.run_worker(self.poller.run(), name="poller", group="poller", exclusive=True)
         self.set_interval(1.0, self._tick)
-        self._install_extensions()
-
-    # Each module's install(app) adds keys, palette entries and services (actions,
-    # plugin screens, live GPU telemetry); app.cleanups run on unmount.
-    EXTENSIONS = ("cockpit.tui.screens.actions", "cockpit.tui.screens.plugins", "cockpit.tui.telemetry")
-
-    def _install_extensions(self) -> None:
-        for name in self.EXTENSIONS:
-            try:
-                mod = importlib.import_module(name)
-            except ModuleNotFoundError as exc:
-                if exc.name != name:  # the extension exists but something it needs is missing
-                    self.notify(f"{name} not loaded: {exc}", severity="error")
-                continue
-            install = getattr(mod, "install", None)
-            if install is not None:
-                install(self)
+        if self.live_telemetry is not None:  # its panel in place before the GPU view is first laid out
+            self.call_after_refresh(self.live_telemetry.tick)
 
     async def on_unmount(self) -> None:
-        """Close what extensions opened (SSH pools, the telemetry thread)."""
-        for fn in reversed(getattr(self, "cleanups", [])):
+        """Stop the node reads in flight and close the probe runner's connections."""
+        await self.poller.close()
+        if self.probes is not None:
             try:
-                result = fn()
-                if hasattr(result, "__await__"):
-                    await result
-            except Exception as exc:  # one failing cleanup must not skip the others
-                self.log.warning(f"cleanup {fn!r} failed: {exc}")
+                await self.probes.close()
+            except Exception as exc:  # noqa: BLE001 - exiting anyway
+                self.log.warning(f"closing the probe runner failed: {exc}")
 
     async def _on_poll(self, snap: ClusterSnapshot, status: PollStatus) -> None:
         self.post_message(SnapshotUpdated(snap, status))
@@ -107,6 +174,8 @@ class CockpitApp(App):
         table = self.main.active_table() if self.screen is self.main else None
         if table is not None:
             table.refresh_live()
+        if self.live_telemetry is not None:
+            self.live_telemetry.tick()
 
     # -- messages --------------------------------------------------------
     def on_snapshot_updated(self, message: SnapshotUpdated) -> None:
@@ -124,32 +193,26 @@ class CockpitApp(App):
 
     def on_telemetry_updated(self, message: TelemetryUpdated) -> None:
         self.set_telemetry(message.telemetry)
+        screen = self.screen
+        if isinstance(screen, NodeDetailScreen) and screen.is_mounted and self.snapshot is not None:
+            screen.refresh_snapshot(self.snapshot)  # its GPU lines carry the readings
+        if self.live_telemetry is not None:
+            self.live_telemetry.tick()
+
+    def on_main_screen_view_shown(self, message: MainScreen.ViewShown) -> None:
+        if message.kind == "gpus" and self.live_telemetry is not None:
+            self.poller.ask(TELEMETRY)  # its rows are on screen now: read them now, not at the next look
+
+    def on_node_detail_screen_shown(self, message: NodeDetailScreen.Shown) -> None:
+        if self.live_telemetry is not None:
+            self.poller.ask(TELEMETRY, (message.node,))
 
     def set_telemetry(self, telemetry) -> None:
         """Replace the live GPU telemetry shown in the GPU view and node details."""
         self.telemetry = dict(telemetry)
         self.main.update_telemetry(self.telemetry)
 
-    # -- actions ---------------------------------------------------------
-    def action_toggle_pause(self) -> None:
-        if self.poller.paused:
-            self.poller.resume()
-        else:
-            self.poller.pause()
-        self.post_message(StatusUpdated(self.poller.status()))
-
-    def action_refresh_now(self) -> None:
-        self.poller.refresh_now()
-
-    def action_show_keys(self) -> None:
-        if not isinstance(self.screen, KeysScreen):
-            self.push_screen(KeysScreen())
-
-    def action_view(self, kind: str) -> None:
-        while self.screen is not self.main and len(self.screen_stack) > 1:
-            self.pop_screen()
-        self.main.action_view(kind)
-
+    # -- what the main screen shows ----------------------------------------
     def selected_keys(self) -> tuple:
         """Keys (job ids / node names / 'node:idx') an action applies to in the current view."""
         table = self.main.active_table()
@@ -162,21 +225,65 @@ class CockpitApp(App):
     def current_view(self) -> str:
         return self.main.current
 
-    def add_command(self, title: str, help: str, callback: Callable[[], Any]) -> None:
-        """Add an entry to the command palette (used by the actions extension)."""
-        self.extra_commands.append((title, help, callback))
+    def key_rows(self) -> list[tuple[str, str]]:
+        """(key, help) of the App's keys and the plugins' keys, for the keys screen."""
+        rows = []
+        for b in self.BINDINGS:
+            if isinstance(b, Binding) and b.id in KEY_HELP and self.check_action(b.action, ()):
+                rows.append((b.key, KEY_HELP[b.id]))
+        rows += [(k.spec.key, k.spec.help) for k in self.plugins.keys.values()]
+        return rows
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        for i, kind in enumerate(VIEW_ORDER, 1):
-            yield SystemCommand(f"View: {kind}", f"Show the {kind} view (key {i}, :{kind})",
-                                lambda k=kind: self.action_view(k))
-        yield SystemCommand("Filter", "Filter the current table (/): words, state:drain user:alice gpus>0",
-                            lambda: self.main.action_filter())
-        yield SystemCommand("Pause / resume polling", "Stop or restart refreshing (p)", self.action_toggle_pause)
-        yield SystemCommand("Refresh now", "Fetch everything now (r)", self.action_refresh_now)
-        yield SystemCommand("Sort: next column", "Cycle the sort column of the table (s; S reverses)",
-                            lambda: (t := self.main.active_table()) and t.action_cycle_sort())
-        yield SystemCommand("Keys", "Show every key (?)", self.action_show_keys)
-        for title, help_text, cb in self.extra_commands:
-            yield SystemCommand(title, help_text, cb)
+    # -- actions ---------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "telemetry_now":  # hidden (and the key free) while telemetry is off
+            return self.live_telemetry is not None
+        return True
+
+    def action_toggle_pause(self) -> None:
+        if self.poller.paused:
+            self.poller.resume()
+        else:
+            self.poller.pause()
+        self.post_message(StatusUpdated(self.poller.status()))
+
+    def action_refresh_now(self) -> None:
+        self.poller.refresh_now()
+
+    def action_show_keys(self) -> None:
+        if not isinstance(self.screen, KeysScreen):
+            self.push_screen(KeysScreen(self.key_rows()))
+
+    def action_view(self, kind: str) -> None:
+        while self.screen is not self.main and len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.main.action_view(kind)
+
+    def action_cycle_sort(self) -> None:
+        table = self.main.active_table()
+        if table is not None:
+            table.action_cycle_sort()
+
+    def action_act(self) -> None:
+        self.acting.open_menu()
+
+    def action_follow_output(self) -> None:
+        self.acting.follow_output()
+
+    def action_job_processes(self) -> None:
+        self.acting.job_processes()
+
+    def action_plugin_key(self, key_id: str) -> None:
+        self.openers.key(key_id)
+
+    def action_telemetry_now(self) -> None:
+        """Poll the GPUs of the selection (nodes, or a job's nodes) and of the rows in view now."""
+        if self.live_telemetry is None:
+            self.notify(f"GPU telemetry is {self.telemetry_state}", severity="warning")
+            return
+        nodes = nodes_in_view(self) | visible_gpu_nodes(self)
+        if not nodes:
+            self.notify("select nodes, a job or open the GPU view to poll their GPUs", severity="warning")
+            return
+        self.live_telemetry.ask(nodes)
+        self.notify(f"polling GPU telemetry of {len(nodes)} node(s)")

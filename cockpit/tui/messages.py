@@ -10,10 +10,10 @@ from textual.message import Message
 from cockpit.core.poller import PollStatus
 from cockpit.models import ClusterSnapshot
 
-# Telemetry seam (filled by the SSH/telemetry issue): post
+# Telemetry, as the poller's telemetry node kind posts it (cockpit/tui/telemetry.py):
 #   TelemetryUpdated({("node01", 0): {"util": 97.0, "mem": 81.0, "temp": 64.0,
 #                                      "power": 512.0, "ecc": 0, "throttle": "none"}, ...})
-# to the app (``app.post_message``, thread-safe) or call ``app.set_telemetry(mapping)``.
+# (``app.post_message``, thread-safe) or ``app.set_telemetry(mapping)``.
 # Units: util and mem in percent, temp in °C, power in W, ecc an error count,
 # throttle a short reason word. Missing keys/GPUs leave the cells empty.
 TelemetryMap = Mapping[tuple[str, int], Mapping[str, Any]]

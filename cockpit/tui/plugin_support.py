@@ -1,10 +1,12 @@
-"""What the TUI gives plugins: loaded plugins, their CheckContext, and an
-actions gate that asks the operator before anything runs.
+"""What the TUI gives plugins: the loaded plugins and their declared contributions
+(:class:`PluginRegistry`), their CheckContext, and the confirmation dialog of the gate.
 
 Plugins act only through the gate in their context. In the TUI its
 confirmation policy is the dialog with the exact argv (:func:`dialog_confirm`),
-with the same read-only refusal and audit log as headless. A plugin that fails to load, a screen that fails to import and a bad
-``[plugins.NAME]`` table become one-line notifications, never a crash.
+with the same read-only refusal and audit log as headless. A plugin that fails
+to load, a bad contribution (a key that clashes, names no opener, a screen path
+that is not ``module:Class``) and a bad ``[plugins.NAME]`` table become
+notifications naming the plugin, never a crash and never a silent skip.
 """
 
 from __future__ import annotations
@@ -12,15 +14,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from cockpit.core.actions import Actions, Declined, Plan
-from cockpit.errors import CockpitError, UsageError
-from cockpit.plugins.api import CheckContext, Plugin
+from textual.binding import Binding
+
+from cockpit.core.actions import Plan
+from cockpit.errors import UsageError
+from cockpit.plugins.api import CheckContext, KeySpec, Plugin
+
+if TYPE_CHECKING:
+    from cockpit.plugins.loader import LoadedPlugins
+    from cockpit.tui.app import CockpitApp
 
 
-def dialog_confirm(app: Any):
+def dialog_confirm(app: CockpitApp) -> Callable[[Plan], Any]:
     """The TUI's confirmation policy for the gate: the ConfirmAction dialog with the
     exact argv (and any script on stdin); the plan runs only on "yes"."""
 
@@ -35,8 +44,7 @@ def dialog_confirm(app: Any):
 
         # A callback, not push_screen_wait: plugin screens run their own workers,
         # and this must work from any coroutine on the app's loop.
-        gate = getattr(app, "_gate_description", "")
-        app.push_screen(ConfirmAction(plan, gate), callback=done)
+        app.push_screen(ConfirmAction(plan, app.gate_description), callback=done)
         confirmed = await answer
         if confirmed:
             app.call_later(app.action_refresh_now)
@@ -45,78 +53,125 @@ def dialog_confirm(app: Any):
     return confirm
 
 
-def load_plugins_for_app(app: Any):
-    """Load every plugin once per app; each loader warning becomes a notification."""
-    loaded = getattr(app, "plugins_loaded", None)
-    if loaded is not None:
-        return loaded
-    from cockpit.plugins import loader
+@dataclass(frozen=True)
+class PluginKey:
+    """A plugin's declared key, accepted: its spec and the plugin it belongs to."""
 
-    loaded = loader.load_plugins()
-    app.plugins_loaded = loaded
-    for warning in loaded.warnings:
-        app.notify(warning, title="plugin not loaded", severity="error", timeout=15)
-    return loaded
+    plugin: Plugin
+    spec: KeySpec
 
-
-def app_actions(app: Any) -> Actions | None:
-    """The gate for the app's backend, confirming with the dialog; None (and a
-    notification) when the audit log path is unusable."""
-    from cockpit.config import Config
-    from cockpit.core.actions import actions_for_backend
-
-    try:
-        actions = actions_for_backend(app.backend, app.config or Config(), read_only=bool(app.read_only),
-                                      confirm=dialog_confirm(app))
-    except CockpitError as exc:  # e.g. an unusable audit log path
-        app.notify(str(exc), severity="error", timeout=10)
-        return None
-    app._gate_description = actions.description
-    return actions
+    def binding(self) -> Binding:
+        """One Binding per key spec, all dispatched by the App's ``plugin_key`` action;
+        the spec's id lets a keymap rebind it like cockpit's own keys."""
+        return Binding(self.spec.key, f"plugin_key({self.spec.id!r})", self.spec.description, id=self.spec.id)
 
 
-def app_probes(app: Any):
-    """The backend's probe runner for plugin probes, made once, closed on exit."""
-    probes = getattr(app, "plugin_probes", None)
-    if probes is None:
-        from cockpit.config import Config
-
-        probes = app.plugin_probes = app.backend.probe_runner(app.config or Config())
-        add_cleanup(app, probes.close)
-    return probes
+def normalize_key(key: str) -> str:
+    """The key as Textual names it ("?" -> "question_mark")."""
+    return next(iter(Binding.make_bindings([Binding(key, "noop")]))).key
 
 
-def add_cleanup(app: Any, fn: Callable[[], Any]) -> None:
-    """Run ``fn`` (sync or async) when the app unmounts (see CockpitApp.on_unmount)."""
-    cleanups = getattr(app, "cleanups", None)
-    if cleanups is None:
-        cleanups = app.cleanups = []
-    cleanups.append(fn)
+class PluginRegistry:
+    """The plugins loaded through the ``cockpit.plugins`` entry point, and what they
+    contribute, checked once when the App is built. ``warnings`` name the plugin."""
+
+    def __init__(self, loaded: LoadedPlugins) -> None:
+        self.plugins: dict[str, Plugin] = dict(loaded.plugins)
+        self.warnings: list[str] = list(loaded.warnings)
+        self.keys: dict[str, PluginKey] = {}  # by KeySpec id
+        self._left_out: set[tuple[str, str, str]] = set()  # ("screen"|"command", plugin, name)
+        for plugin in self.plugins.values():
+            self._check_contributions(plugin)
+
+    @classmethod
+    def load(cls) -> PluginRegistry:
+        """Load every plugin through the entry point (a broken one is a warning)."""
+        from cockpit.plugins import loader
+
+        return cls(loader.load_plugins())
+
+    def get(self, name: str) -> Plugin | None:
+        return self.plugins.get(name)
+
+    def _check_contributions(self, plugin: Plugin) -> None:
+        for name, path in dict(plugin.screens).items():
+            module, _, attr = str(path).partition(":")
+            if not (isinstance(path, str) and module and attr):
+                self._left_out.add(("screen", plugin.name, name))
+                self.warnings.append(f"plugin {plugin.name!r}: screen {name!r} is {path!r}, not 'module:Class': left out")
+        for title, target in dict(plugin.commands).items():
+            if target not in self.screens(plugin) and not any(c.name == target for c in plugin.checks):
+                self._left_out.add(("command", plugin.name, title))
+                self.warnings.append(f"plugin {plugin.name!r}: command {title!r} names {target!r}, "
+                                     "neither a screen nor a check of the plugin: left out")
+
+    def screens(self, plugin: Plugin) -> dict[str, str]:
+        """The plugin's screens that are declared well (name -> "module:Class")."""
+        return {n: p for n, p in dict(plugin.screens).items() if ("screen", plugin.name, n) not in self._left_out}
+
+    def commands(self, plugin: Plugin) -> dict[str, str]:
+        """The plugin's palette commands that name one of its screens or checks."""
+        return {t: v for t, v in dict(plugin.commands).items() if ("command", plugin.name, t) not in self._left_out}
+
+    def register_keys(self, taken: Mapping[str, str], openers: Collection[str]) -> list[Binding]:
+        """Accept each plugin's KeySpecs, in plugin order, and return their Bindings.
+
+        ``taken``: normalized key -> what cockpit binds it to; ``openers``: the TUI's
+        opener names. A spec that is not a KeySpec, lacks a key or id, reuses one, takes
+        a key cockpit uses or names no opener is a warning naming its plugin; the
+        plugin's other contributions still work."""
+        used = dict(taken)
+        out = []
+        for plugin in self.plugins.values():
+            for spec in tuple(plugin.keys or ()):
+                why = self._bad_key(plugin, spec, used, openers)
+                if why:
+                    self.warnings.append(f"plugin {plugin.name!r}: key {why}: left out")
+                    continue
+                used[normalize_key(spec.key)] = f"{spec.description} (plugin {plugin.name})"
+                entry = PluginKey(plugin, spec)
+                self.keys[spec.id] = entry
+                out.append(entry.binding())
+        return out
+
+    def _bad_key(self, plugin: Plugin, spec: Any, used: Mapping[str, str], openers: Collection[str]) -> str:
+        if not isinstance(spec, KeySpec):
+            return f"{spec!r} is not a KeySpec"
+        if not isinstance(spec.key, str) or not spec.key.strip() or "," in spec.key:
+            return f"{spec.id!r} has no single key ({spec.key!r})"
+        if not isinstance(spec.id, str) or not spec.id.strip() or spec.id in self.keys:
+            return f"{spec.key!r} needs an id of its own (got {spec.id!r})"
+        taken = used.get(normalize_key(spec.key))
+        if taken:
+            return f"{spec.key!r} ({spec.id}) is taken by {taken}"
+        if spec.opener not in openers and spec.opener not in self.screens(plugin) \
+                and not any(c.name == spec.opener for c in plugin.checks):
+            return f"{spec.key!r} ({spec.id}) opens {spec.opener!r}, which is no opener, screen or check"
+        return ""
 
 
-def plugin_context(app: Any, plugin: Plugin, progress: Callable[[str], None] | None = None) -> CheckContext:
-    """The CheckContext of ``plugin`` in the TUI. Raises ConfigError for a bad [plugins.NAME]
-    or an unusable audit log."""
-    from cockpit.config import Config, plugin_config
-    from cockpit.core.actions import actions_for_backend
+def plugin_context(app: CockpitApp, plugin: Plugin, progress: Callable[[str], None] | None = None) -> CheckContext:
+    """The CheckContext of ``plugin`` in the TUI: the app's gate and probe runner.
+    Raises ConfigError for a bad [plugins.NAME] or an unusable audit log."""
+    from cockpit.config import plugin_config
     from cockpit.plugins.host import check_context
+    from cockpit.remote.probes import NoProbes
 
-    actions = actions_for_backend(app.backend, app.config or Config(), read_only=bool(app.read_only),
-                                  confirm=dialog_confirm(app))
-    app._gate_description = actions.description
-    return check_context(backend=app.backend, actions=actions, probes=app_probes(app),
-                         config=plugin_config(app.config or Config(), plugin), progress=progress)
+    probes = app.probes if app.probes is not None else NoProbes(f"{app.backend_name} has no nodes to ask")
+    return check_context(backend=app.backend, actions=app.gate(), probes=probes,
+                         config=plugin_config(app.config, plugin), progress=progress)
 
 
-def import_object(path: str) -> Any:
-    """``"pkg.module:Name"`` -> the object. Raises UsageError naming the path and the cause."""
+def import_object(path: str, plugin: str = "") -> Any:
+    """``"pkg.module:Name"`` -> the object. Raises UsageError naming the plugin, the path and the cause."""
     module, _, name = path.partition(":")
     try:
         obj = importlib.import_module(module)
         for part in name.split(".") if name else ():
             obj = getattr(obj, part)
     except Exception as exc:  # a plugin's broken screen must not take the TUI down
-        raise UsageError(f"cannot import plugin screen {path}: {type(exc).__name__}: {exc}") from None
+        who = f"plugin {plugin!r}: " if plugin else ""
+        raise UsageError(f"{who}cannot import plugin screen {path}: {type(exc).__name__}: {exc}") from None
     return obj
 
 

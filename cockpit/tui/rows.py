@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cockpit.core.text import clean
+from cockpit.text import clean
 from cockpit.hostlist import collapse
 from cockpit.models import ClusterSnapshot, Job, Node
 

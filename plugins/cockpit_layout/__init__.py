@@ -4,7 +4,7 @@ The check (``cockpit check layout``) and its rules import no Textual; the
 picture lives in :mod:`cockpit_layout.screen`, imported only by the TUI.
 """
 
-from cockpit.plugins.api import ConfigKey, Plugin
+from cockpit.plugins.api import ConfigKey, KeySpec, Plugin
 
 from .check import LayoutCheck
 
@@ -14,6 +14,9 @@ plugin = Plugin(
     checks=(LayoutCheck(),),
     screens={"layout": "cockpit_layout.screen:LayoutScreen"},
     commands={"Layout: validate a job's parallel layout": "layout"},
+    keys=(KeySpec("l", "plugin.layout", "Layout",
+                  "layout of the selected job: TP/PP/DP form, then rank map picture and findings (layout plugin)",
+                  "layout"),),
     config={
         "nvlink_domain_size": ConfigKey(
             int, 0, "GPUs per NVLink domain inside a node; 0 = all GPUs of the node"

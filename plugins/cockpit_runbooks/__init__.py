@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cockpit.plugins.api import ConfigKey, Plugin
+from cockpit.plugins.api import ConfigKey, KeySpec, Plugin
 
 from .model import BUNDLED_DIR, LoadProblem, Runbook, load_all
 
@@ -48,6 +48,10 @@ plugin = Plugin(
     description="Runbooks for hung jobs, NCCL timeouts and GPU/IB/PCIe faults: evidence, findings, actions",
     screens={"runbook": "cockpit_runbooks.screen:RunbookScreen"},
     commands={"Runbook: why is this job stuck?": "runbook"},
+    keys=(KeySpec("w", "plugin.why", "Why stuck?",
+                  "why is this stuck? job: hung-job runbook; node or GPU row: gpu-xid runbook "
+                  "(x on the runbook screen runs it again doing its proposed actions, each confirmed)",
+                  "why"),),
     config=CONFIG,
     actions=("signal", "drain", "reboot", "runbooks.requeue-exclude"),
 )

@@ -84,3 +84,58 @@ class FakeBackend:
 
     async def close(self):
         pass
+
+
+class FakeProbes:
+    """A probe runner (NodeProbes) answering from ``answer(node, argv)``: a CommandResult,
+    or an exception raised as the node being unreachable. Records every call, with the
+    thread it ran on."""
+
+    available = True
+    why_not = ""
+    description = "fake probes"
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.threads: set[str] = set()
+        self.closed = False
+
+    async def run(self, node, argv, *, timeout=None, stdin=None):
+        import threading
+
+        from cockpit.remote.probes import refuse_mutating
+
+        words = tuple(refuse_mutating(argv))
+        self.calls.append((node, words))
+        self.threads.add(threading.current_thread().name)
+        result = self.answer(node, list(words))
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    async def on_nodes(self, nodes, argv, *, via="auto", timeout=None):
+        from cockpit.errors import CockpitError
+        from cockpit.models.actions import ProbeOutput
+
+        out = {}
+        for node in nodes:
+            try:
+                r = await self.run(node, argv, timeout=timeout)
+            except CockpitError as exc:
+                out[node] = ProbeOutput(node, False, "", str(exc))
+                continue
+            out[node] = ProbeOutput(node, r.ok, r.text(), "" if r.ok else r.err_text().strip())
+        return out
+
+    async def on_slurm_host(self, argv, *, timeout=None):
+        return (await self.on_nodes([""], argv, timeout=timeout))[""]
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def result(argv, stdout: str = "", returncode: int = 0, stderr: str = ""):
+    from cockpit.runner import CommandResult
+
+    return CommandResult(tuple(argv), returncode, stdout.encode(), stderr.encode())

@@ -16,7 +16,8 @@ import pytest
 from cockpit.config import Config, General, Refresh
 from cockpit.core.audit import read_audit
 from cockpit.tui.app import CockpitApp
-from cockpit.tui.screens.actions import ActionMenu, ActionResults, ConfirmAction, JobLogScreen, ParamsForm
+from cockpit.tui.screens.actions import ActionMenu, ActionResults, ConfirmAction, ParamsForm
+from cockpit.tui.screens.joblog import JobLogScreen
 
 from .fakes import NOW, FakeBackend
 

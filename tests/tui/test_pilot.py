@@ -23,10 +23,12 @@ async def settle(pilot, app, delay=0.15):
     from textual.worker import WorkerState
 
     await pilot.pause(delay)
-    # every worker but the poller (which runs for the app's lifetime) has finished
+    # every worker but the poller (which runs for the app's lifetime) has finished, and so
+    # has any read of the nodes (GPU telemetry) the poller started
     for _ in range(200):
         busy = [w for w in app.workers if w.group != "poller" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
-        if not busy:
+        poller = getattr(app, "poller", None)
+        if not busy and not (poller and any(poller.node_busy(k) for k in poller.node_kinds)):
             break
         await pilot.pause(0.02)
     await pilot.pause()
@@ -224,11 +226,14 @@ async def test_telemetry_seam_fills_gpu_columns():
 
 
 async def test_command_palette_lists_view_commands():
+    from cockpit.tui.commands import cockpit_commands
+
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
-        titles = [c.title for c in app.get_system_commands(app.screen)]
-        for needed in ("View: jobs", "View: nodes", "Filter", "Pause / resume polling", "Keys"):
+        titles = [c.title for c in cockpit_commands(app)]
+        for needed in ("View: jobs", "View: nodes", "Filter", "Pause / resume polling", "Keys: every key (?)",
+                       "Job: cancel job", "Job: follow output", "Job: processes"):
             assert needed in titles
 
 

@@ -1,5 +1,6 @@
-"""Plugin screens in the TUI (Pilot): palette entries, job row -> layout, node row ->
-runbook, read-only refusal of plugin actions, and a broken plugin as a notification."""
+"""Plugin screens in the TUI (Pilot): palette entries (the App's command Provider),
+the plugins' declared keys (job row -> layout, node row -> runbook), read-only
+refusal of plugin actions, and broken plugins and contributions as notifications."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from cockpit.config import Config, General, Refresh, Tui
 from cockpit.core.audit import read_audit
 from cockpit.plugins import loader
 from cockpit.tui.app import CockpitApp
+from cockpit.tui.commands import cockpit_commands
 from cockpit.tui.screens.actions import ConfirmAction
 from cockpit.tui.screens.plugin_forms import LayoutForm
 
@@ -73,7 +75,7 @@ async def test_palette_lists_every_plugin_command_and_opens_the_nccl_screen(tmp_
     app = CockpitApp(ActingFake(), _config(tmp_path), clock=lambda: NOW)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)
-        titles = {c.title for c in app.get_system_commands(app.screen)}
+        titles = {c.title for c in cockpit_commands(app)}
         loaded = loader.load_plugins()
         for plugin in loaded.plugins.values():
             assert set(plugin.commands) <= titles, plugin.name
@@ -84,7 +86,7 @@ async def test_palette_lists_every_plugin_command_and_opens_the_nccl_screen(tmp_
         await pilot.press(*"NCCL bandwidth")
         await pilot.pause(0.5)
         await pilot.press("enter")
-        screen = await wait_screen_named(pilot, app, "TuiNcclScreen")
+        screen = await wait_screen_named(pilot, app, "NcclScreen")
         assert screen.context.actions.read_only is False and screen.context.simulated is False
 
 
@@ -124,7 +126,7 @@ async def test_node_row_opens_the_gpu_xid_runbook_and_job_row_the_hung_job_runbo
         await settle(pilot, app)
         assert app.main.active_table().select_key("gpu03")
         await pilot.press("w")
-        screen = await wait_screen_named(pilot, app, "TuiRunbookScreen")
+        screen = await wait_screen_named(pilot, app, "RunbookScreen")
         assert screen.book.name == "gpu-xid" and screen.rc.node == "gpu03" and screen.mode == "propose"
         await wait_for(pilot, lambda: screen.outcomes, what="a runbook step")
         assert "GPU Xid / hardware fault" in screen_text(app)
@@ -135,7 +137,7 @@ async def test_node_row_opens_the_gpu_xid_runbook_and_job_row_the_hung_job_runbo
         await pilot.press("enter")  # from the job's detail screen too
         await pilot.pause(0.2)
         await pilot.press("w")
-        screen = await wait_screen_named(pilot, app, "TuiRunbookScreen")
+        screen = await wait_screen_named(pilot, app, "RunbookScreen")
         assert screen.book.name == "hung-job" and screen.rc.job_id == "101"
 
 
@@ -144,10 +146,8 @@ async def test_read_only_refuses_plugin_actions_and_audits_the_refusal(tmp_path)
     app = CockpitApp(backend, _config(tmp_path), clock=lambda: NOW, read_only=True)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)
-        from cockpit.tui.screens.plugins import open_nccl
-
-        open_nccl(app)
-        screen = await wait_screen_named(pilot, app, "TuiNcclScreen")
+        app.openers.nccl()
+        screen = await wait_screen_named(pilot, app, "NcclScreen")
         screen.query_one("#nodes").value = "gpu[01-02]"
         screen.action_start()
         await wait_for(pilot, lambda: "read-only mode" in str(screen.query_one("#verdict").render()),
@@ -158,7 +158,7 @@ async def test_read_only_refuses_plugin_actions_and_audits_the_refusal(tmp_path)
         await settle(pilot, app)
         app.main.active_table().select_key("gpu03")
         await pilot.press("w")
-        rb = await wait_screen_named(pilot, app, "TuiRunbookScreen")
+        rb = await wait_screen_named(pilot, app, "RunbookScreen")
         await pilot.press("x")
         await pilot.pause(0.2)
         assert rb.mode == "propose" and app.screen is rb  # no acting run started
@@ -206,7 +206,7 @@ async def test_a_broken_plugin_entry_point_is_a_notification(tmp_path, monkeypat
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)
         assert any("plugin 'broken' not loaded" in n and "cockpit_no_such_plugin_module" in n for n in notes(app))
-        titles = {c.title for c in app.get_system_commands(app.screen)}
+        titles = {c.title for c in cockpit_commands(app)}
         assert "NCCL bandwidth test" in titles  # the others still load
         await pilot.press("2")
         await settle(pilot, app)
@@ -215,7 +215,6 @@ async def test_a_broken_plugin_entry_point_is_a_notification(tmp_path, monkeypat
 
 async def test_nccl_launch_is_confirmed_and_audited_and_keys_are_in_help(tmp_path):
     from cockpit.tui.screens.help import KeysScreen
-    from cockpit.tui.screens.plugins import open_nccl
 
     app = CockpitApp(ActingFake(), _config(tmp_path), clock=lambda: NOW)
     async with app.run_test(size=(140, 50)) as pilot:
@@ -232,8 +231,8 @@ async def test_nccl_launch_is_confirmed_and_audited_and_keys_are_in_help(tmp_pat
         for node in ("gpu01", "gpu02"):
             table.select_key(node)
             await pilot.press("space")
-        open_nccl(app)
-        screen = await wait_screen_named(pilot, app, "TuiNcclScreen")
+        app.openers.nccl()
+        screen = await wait_screen_named(pilot, app, "NcclScreen")
         assert screen.query_one("#nodes").value == "gpu[01-02]"  # the marked nodes
         launched: list[str] = []
         backend = app.backend

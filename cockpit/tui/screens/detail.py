@@ -12,11 +12,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from cockpit.core.text import clean, tail_lines
+from cockpit.text import clean, tail_lines
 from cockpit.models import ClusterSnapshot, Job, Node
 from cockpit.tui.rows import duration, gpu_holders, job_state_text, limit_text, node_state_text
 
@@ -57,7 +58,7 @@ def read_tail(path: str) -> list[str] | None:
 
 
 class DetailScreen(Screen):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="detail.back")]
     DEFAULT_CSS = """
     DetailScreen VerticalScroll { height: 1fr; }
     DetailScreen OptionList { height: auto; max-height: 12; }
@@ -168,6 +169,16 @@ class JobDetailScreen(DetailScreen):
 class NodeDetailScreen(DetailScreen):
     """State, reason (who, when), each GPU index with its holder, jobs on the node."""
 
+    class Shown(Message):
+        """This node's detail came on screen (the App polls its GPUs at once)."""
+
+        def __init__(self, node: str) -> None:
+            super().__init__()
+            self.node = node
+
+    def on_screen_resume(self) -> None:
+        self.post_message(self.Shown(str(self.key)))
+
     def refresh_snapshot(self, snap: ClusterSnapshot | None) -> None:
         node = next((n for n in snap.nodes if n.name == self.key), None) if snap else None
         title = self.query_one("#detail-title", Static)
@@ -200,7 +211,7 @@ class NodeDetailScreen(DetailScreen):
         ]
         table = _kv_table(pairs)
         holders = gpu_holders([j for j in snap.jobs if node.name in j.nodes])
-        tele = getattr(self.app, "telemetry", {})
+        tele = self.app.telemetry
         idx = 0
         for group in node.gpus:
             for _ in range(group.count):

@@ -1,6 +1,9 @@
-"""The ``?`` screen: every key, generated from the bindings where possible."""
+"""The ``?`` screen: every key. The table keys are listed here; the App's declared
+bindings and the plugins' keys come with their help (CockpitApp.key_rows)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -27,13 +30,20 @@ KEYS = (
 )
 
 
+
 class KeysScreen(ModalScreen):
-    BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "Close")]
+    """``rows``: (key, what it does) after the table keys (the App's and plugins' keys)."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "Close", id="keys.close")]
     DEFAULT_CSS = """
     KeysScreen { align: center middle; }
     KeysScreen > VerticalScroll { width: 90%; max-width: 100; height: auto; max-height: 90%;
         border: round $accent; background: $surface; padding: 0 1; }
     """
+
+    def __init__(self, rows: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__()
+        self.rows = tuple(rows)
 
     def compose(self) -> ComposeResult:
         t = Table.grid(padding=(0, 2))
@@ -41,7 +51,7 @@ class KeysScreen(ModalScreen):
         t.add_column()
         for key, what in KEYS:
             t.add_row(key, Text(what))
-        for key, desc in getattr(self.app, "extra_keys", ()):
+        for key, desc in self.rows:
             t.add_row(key, Text(desc))
         with VerticalScroll():
             yield Static(Text("Keys", style="bold underline"))

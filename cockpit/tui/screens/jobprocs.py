@@ -1,16 +1,15 @@
 """A job's processes per node (key ``P`` on a job, in its detail or the jobs view).
 
 The list comes from :func:`cockpit.core.jobprocs.job_processes` (``scontrol
-listpids`` on each node over SSH, ps state, GPU index) through a loader:
-``app.job_procs_loader`` when the app has one (tests, other transports), else
-SSH with the config's node settings. The screen never talks to SSH itself;
-``r`` asks again. Process command lines are cluster data: shown as Text.
+listpids`` on each node, ps state, GPU index) through the loader the screen is
+given: the App's, which asks the backend's probe runner (SSH on a real cluster,
+the simulated nodes in the demo). The screen never talks to a node itself; ``r``
+asks again. Process command lines are cluster data: shown as Text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -21,38 +20,12 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from cockpit.core.text import clean
 from cockpit.errors import CockpitError
+from cockpit.models import Job
+from cockpit.text import clean
 
-Loader = Callable[[Any], Awaitable[tuple[dict[str, list], dict[str, str]]]]
+Loader = Callable[[Job], Awaitable[tuple[dict[str, list], dict[str, str]]]]
 STATE_STYLE = {"D": "bold yellow", "Z": "bold red", "T": "yellow", "R": "green"}
-
-
-def node_access(app: Any) -> dict[str, Any]:
-    """How the TUI reaches compute nodes: keyword arguments for open_job_output."""
-    from cockpit.config import Config
-    from cockpit.remote.settings import node_settings
-
-    cfg = getattr(app, "config", None) or Config()
-    # demo, replay and test backends have no nodes to reach: their files are read here or not at all
-    real = getattr(getattr(app, "backend", None), "runner", None) is not None
-    return {"remote_session": real and bool(cfg.general.host), "settings": node_settings(cfg),
-            "where": "auto" if real else "local"}
-
-
-async def ssh_loader(app: Any, job: Any) -> tuple[dict[str, list], dict[str, str]]:
-    """The job's processes over SSH, one pool for this one listing."""
-    from cockpit.core.jobprocs import job_processes
-    from cockpit.remote.pool import SshPool
-
-    from cockpit.config import Config
-    from cockpit.remote.settings import node_settings
-
-    pool = SshPool(node_settings(getattr(app, "config", None) or Config()))
-    try:
-        return await job_processes(pool, job.job_id, job.nodes)
-    finally:
-        await pool.close()
 
 
 def procs_table(procs: dict[str, list], errors: dict[str, str]) -> Table:
@@ -79,10 +52,11 @@ def procs_table(procs: dict[str, list], errors: dict[str, str]) -> Table:
 class JobProcsScreen(Screen):
     """Processes of one job on each of its nodes; ``r`` reloads, escape goes back."""
 
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"), Binding("r", "reload", "Reload")]
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="procs.back"),
+                Binding("r", "reload", "Reload", id="procs.reload")]
     DEFAULT_CSS = "JobProcsScreen #procs-title { background: $panel; text-style: bold; height: 1; }"
 
-    def __init__(self, job: Any, loader: Loader) -> None:
+    def __init__(self, job: Job, loader: Loader) -> None:
         super().__init__()
         self.job, self.loader = job, loader
         self.procs: dict[str, list] = {}
@@ -114,38 +88,3 @@ class JobProcsScreen(Screen):
         self.query_one("#procs-title", Static).update(
             Text(f" job {self.job.display_id}: {count} process(es) on {len(self.job.nodes)} node(s){failed}"))
         self.query_one("#procs", Static).update(procs_table(self.procs, self.errors))
-
-
-def _job_in_view(app: Any) -> Any:
-    from cockpit.tui.screens.actions import current_targets
-
-    kind, targets = current_targets(app)
-    snap = app.snapshot
-    if kind != "job" or not targets or snap is None:
-        return None
-    return next((j for j in snap.jobs if str(j.job_id) == targets[0]), None)
-
-
-def open_procs(app: Any) -> None:
-    """Push the process list for the job in view (detail screen or cursor row)."""
-    job = _job_in_view(app)
-    if job is None:
-        app.notify("select a job to list its processes", severity="warning")
-        return
-    if not job.nodes:
-        app.notify(f"job {job.display_id} runs on no node yet: no processes", severity="warning")
-        return
-    loader = getattr(app, "job_procs_loader", None)
-    if loader is None:
-        if getattr(app.backend, "runner", None) is None:
-            app.notify(f"{getattr(app.backend, 'name', 'this backend')} has no nodes to ask for processes", severity="warning")
-            return
-        loader = lambda j: ssh_loader(app, j)  # noqa: E731
-    app.push_screen(JobProcsScreen(job, loader))
-
-
-def install(app: Any) -> None:
-    """Key ``P`` and a palette entry (called from the actions extension's install)."""
-    app.action_cockpit_procs = lambda: open_procs(app)
-    app.bind("P", "cockpit_procs", description="Procs", show=False)
-    app.add_command("Job: processes", "List the selected job's processes on its nodes (P)", lambda: open_procs(app))

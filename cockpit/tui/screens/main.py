@@ -7,6 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, Static
 
@@ -23,20 +24,27 @@ VIEW_ALIASES = {"pulse": "pulse", "overview": "pulse", "p": "pulse", "nodes": "n
 
 
 class MainScreen(Screen):
+    class ViewShown(Message):
+        """A view was switched to (the App polls GPU telemetry at once for the GPU view)."""
+
+        def __init__(self, kind: str) -> None:
+            super().__init__()
+            self.kind = kind
+
     BINDINGS = [
-        Binding("1", "view('pulse')", "Pulse"),
-        Binding("2", "view('nodes')", "Nodes"),
-        Binding("3", "view('gpus')", "GPUs"),
-        Binding("4", "view('partitions')", "Parts"),
-        Binding("5", "view('jobs')", "Jobs"),
+        Binding("1", "view('pulse')", "Pulse", id="view.pulse"),
+        Binding("2", "view('nodes')", "Nodes", id="view.nodes"),
+        Binding("3", "view('gpus')", "GPUs", id="view.gpus"),
+        Binding("4", "view('partitions')", "Parts", id="view.partitions"),
+        Binding("5", "view('jobs')", "Jobs", id="view.jobs"),
         # priority: run on arrival, before the keys typed after it are routed (see _open).
-        Binding("slash", "filter", "Filter", priority=True),
-        Binding("colon", "command", "Cmd", priority=True),
-        Binding("p", "app.toggle_pause", "Pause"),
-        Binding("r", "app.refresh_now", "Refresh", show=False),
-        Binding("question_mark", "app.show_keys", "Keys"),
-        Binding("escape", "cancel", "Clear", show=False),
-        Binding("q", "app.quit", "Quit"),
+        Binding("slash", "filter", "Filter", priority=True, id="main.filter"),
+        Binding("colon", "command", "Cmd", priority=True, id="main.command"),
+        Binding("p", "app.toggle_pause", "Pause", id="poll.pause"),
+        Binding("r", "app.refresh_now", "Refresh", show=False, id="poll.refresh"),
+        Binding("question_mark", "app.show_keys", "Keys", id="main.keys"),
+        Binding("escape", "cancel", "Clear", show=False, id="main.clear"),
+        Binding("q", "app.quit", "Quit", id="main.quit"),
     ]
     DEFAULT_CSS = """
     MainScreen Input.line { height: 1; border: none; padding: 0 1; display: none; background: $boost; }
@@ -102,6 +110,7 @@ class MainScreen(Screen):
         self.set_focus(table or view)  # now: a pending focus() would undo _open's
         self.query_one("#filter", Input).value = getattr(view, "query_text", "")
         self.update_header()
+        self.post_message(self.ViewShown(kind))
 
     def say(self, text: str) -> None:
         msg = self.query_one("#message", Static)

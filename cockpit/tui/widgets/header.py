@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from cockpit.core.poller import PollStatus
-from cockpit.core.text import clean
+from cockpit.text import clean
 from cockpit.models import ClusterSnapshot
 from cockpit.tui.rows import duration
 

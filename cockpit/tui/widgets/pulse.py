@@ -17,7 +17,7 @@ from textual import work
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from cockpit.core.text import clean
+from cockpit.text import clean
 from cockpit.models import ClusterSnapshot
 from cockpit.tui.rows import NODE_SYMBOL, duration
 

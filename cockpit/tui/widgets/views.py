@@ -171,6 +171,10 @@ class GpusView(TableView):
         super().__init__(*a, **kw)
         self._node_rows: dict[str, tuple[Any, tuple, tuple, list[R.Row]]] = {}
 
+    def mount_panel(self, panel: Any) -> None:
+        """Show ``panel`` (live telemetry's status) above the table."""
+        self.mount(panel, before=self.table)
+
     def set_telemetry(self, telemetry: R.Mapping, visible: bool) -> None:
         self.telemetry = telemetry
         self._dirty = True

@@ -25,7 +25,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cockpit.core.text import truncate
+from cockpit.text import truncate
 from cockpit.tui.rows import Column, Row, TableData
 
 # Seconds between repaints of cells that show the clock (a job's elapsed time) when
@@ -38,16 +38,16 @@ class VTable(ScrollView, can_focus=True):
     """Rows keyed by id; cursor, marks, sort column; renders with render_line."""
 
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home,g", "jump(0)", "Top", show=False),
-        Binding("end,G", "jump(-1)", "Bottom", show=False),
-        Binding("space", "mark", "Mark"),
-        Binding("enter", "activate", "Open"),
-        Binding("s", "cycle_sort", "Sort"),
-        Binding("S", "reverse_sort", "Reverse", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="table.up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="table.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="table.page-up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="table.page-down"),
+        Binding("home,g", "jump(0)", "Top", show=False, id="table.top"),
+        Binding("end,G", "jump(-1)", "Bottom", show=False, id="table.bottom"),
+        Binding("space", "mark", "Mark", id="table.mark"),
+        Binding("enter", "activate", "Open", id="table.open"),
+        Binding("s", "cycle_sort", "Sort", id="table.sort"),
+        Binding("S", "reverse_sort", "Reverse", show=False, id="table.sort-reverse"),
     ]
     COMPONENT_CLASSES = {"vtable--header", "vtable--cursor", "vtable--marked"} | {f"vtable--{s}" for s in ROW_STYLES}
     DEFAULT_CSS = """
@@ -104,6 +104,11 @@ class VTable(ScrollView, can_focus=True):
         self._painted = 0.0  # monotonic time of the last whole repaint
 
     # -- data -----------------------------------------------------------
+    def visible_keys(self) -> tuple[Any, ...]:
+        """Keys of the rows on screen now (what GPU telemetry polls)."""
+        start = max(0, int(self.scroll_y))
+        return tuple(self.data.order[start:start + max(1, self.size.height - 1)])
+
     def set_data(self, data: TableData) -> None:
         """Show ``data``; the cursor stays on its row key (or its position if the row left)."""
         old_key, old_pos = self._cursor_key, self.cursor

@@ -1,0 +1,76 @@
+"""Follow a job's stdout or stderr (key ``f``): the file here, or on the job's batch
+host through the backend's probe runner (SSH on a real cluster, the simulated
+node in the demo). The title says where the lines come from. Lines are cluster
+data: sanitized and shown as Text, never markup."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, RichLog, Static
+
+from cockpit.core.joblog import JobLogError, JobOutput
+from cockpit.text import clean
+from cockpit.models import Job
+
+OpenOutput = Callable[[Job, bool], JobOutput]  # (job, stderr) -> its output; raises JobLogError
+
+
+class JobLogScreen(Screen):
+    """Follows a job's stdout or stderr until closed; ``e`` switches between them."""
+
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="joblog.back"),
+                Binding("e", "toggle_stream", "stdout/stderr", id="joblog.stream")]
+
+    def __init__(self, job: Job, open_output: OpenOutput, via: str = "", stderr: bool = False) -> None:
+        super().__init__()
+        self.job, self.open_output, self.via, self.stderr = job, open_output, via, stderr
+        self.source = ""  # "/path" or "node01:/path" once chosen
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="log-title")
+        yield RichLog(max_lines=5000, wrap=False, markup=False, id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._start()
+
+    def action_toggle_stream(self) -> None:
+        self.stderr = not self.stderr
+        self._start()
+
+    def _start(self) -> None:
+        log = self.query_one(RichLog)
+        log.clear()
+        try:
+            out = self.open_output(self.job, self.stderr)
+        except JobLogError as exc:
+            self.query_one("#log-title", Static).update(Text(clean(exc)))
+            return
+        label = "stderr" if self.stderr else "stdout"
+        self.source = out.source
+        how = f" via {self.via}" if out.node and self.via else ""
+        self.query_one("#log-title", Static).update(
+            Text(f" job {self.job.job_id} {label}: {clean(out.source, 300)}{clean(how, 60)} (following)"))
+        self._follow(out)
+
+    @work(exclusive=True, group="joblog")
+    async def _follow(self, out: JobOutput) -> None:
+        log = self.query_one(RichLog)
+        try:
+            try:
+                for line in await out.tail(200, partial=False):
+                    log.write(Text(line))
+            except JobLogError as exc:
+                log.write(Text(f"{clean(exc)} (waiting for it to appear)"))
+            async for line in out.follow(interval=1.0):
+                log.write(Text(line))
+        except JobLogError as exc:
+            log.write(Text(f"stopped: {clean(exc)}"))
+        finally:  # also on cancel: toggling the stream or leaving the screen closes what it opened
+            await out.close()
