@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
