@@ -8,6 +8,7 @@ with its default (a test keeps the two in step). Errors name the file and key.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import MISSING, dataclass, field, fields, replace
@@ -91,18 +92,39 @@ class Config:
     path: str | None = None  # the file it came from, None for defaults
 
 
+def shown(text: str) -> str:
+    """A file name or key as a message shows it: as is when it is plain printable text,
+    else quoted with its control characters escaped (a newline or a terminal escape in a
+    TOML key or a path must neither break the one-line message nor reach the terminal)."""
+    return text if text.isprintable() and text.strip() == text and text else repr(text)
+
+
+def _value(value: Any) -> str:
+    """A bad value for a message: its repr, cut at 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except (OSError, ValueError):  # a name too long for the system, a NUL byte
+        return False
+
+
 def find_config_file(explicit: str | None = None) -> Path | None:
-    """The first config file in the search order; an explicit path must exist."""
+    """The first config file in the search order; an explicit path must exist.
+    Raises ConfigError naming the path."""
     if explicit:
         p = Path(explicit).expanduser()
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {explicit}")
+        if not _is_file(p):
+            raise ConfigError(f"config file not found: {shown(explicit)}")
         return p
     env = os.environ.get("COCKPIT_CONFIG")
     if env:
         p = Path(env).expanduser()
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {env} (from $COCKPIT_CONFIG)")
+        if not _is_file(p):
+            raise ConfigError(f"config file not found: {shown(env)} (from $COCKPIT_CONFIG)")
         return p
     for p in (config_home() / "config.toml", SYSTEM_CONFIG):
         if p.is_file():
@@ -115,20 +137,22 @@ def _check_type(where: str, key: str, value: Any, default: Any) -> Any:
     if want is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, want) or (want is not bool and isinstance(value, bool)):
-        raise ConfigError(f"{where}: key {key!r} must be {want.__name__}, got {value!r}")
+        raise ConfigError(f"{where}: key {shown(key)} must be {want.__name__}, got {_value(value)}")
+    if want is float and not math.isfinite(value):  # TOML has nan and inf
+        raise ConfigError(f"{where}: key {shown(key)} must be a finite number, got {_value(value)}")
     if want in (int, float) and value < 0:
-        raise ConfigError(f"{where}: key {key!r} must not be negative, got {value!r}")
+        raise ConfigError(f"{where}: key {shown(key)} must not be negative, got {_value(value)}")
     return value
 
 
 def _section(where: str, name: str, cls: type, raw: Any):
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: [{name}] must be a table")
+        raise ConfigError(f"{where}: [{shown(name)}] must be a table")
     known = {f.name: f for f in fields(cls)}
     vals = {}
     for key, value in raw.items():
         if key not in known:
-            raise ConfigError(f"{where}: unknown key {name}.{key} (known: {', '.join(sorted(known))})")
+            raise ConfigError(f"{where}: unknown key {shown(f'{name}.{key}')} (known: {', '.join(sorted(known))})")
         default = known[key].default
         assert default is not MISSING
         vals[key] = _check_type(where, f"{name}.{key}", value, default)
@@ -137,11 +161,15 @@ def _section(where: str, name: str, cls: type, raw: Any):
 
 def parse_config(text: str, where: str = "<config>") -> Config:
     """Validate TOML text into a Config. Raises ConfigError naming file and key."""
+    shown_where = shown(where)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+        raise ConfigError(f"{shown_where}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(f"{shown_where}: invalid TOML: arrays or tables nested too deeply") from None
     kw: dict[str, Any] = {"path": where}
+    where = shown_where
     for key, value in raw.items():
         if key in SECTIONS:
             kw[key] = _section(where, key, SECTIONS[key], value)
@@ -154,13 +182,13 @@ def parse_config(text: str, where: str = "<config>") -> Config:
                 raise ConfigError(f"{where}: [plugins] must hold tables like [plugins.NAME]")
             kw["plugins"] = value
         else:
-            raise ConfigError(f"{where}: unknown section [{key}] (known: {', '.join([*SECTIONS, 'clusters', 'plugins'])})")
+            raise ConfigError(f"{where}: unknown section [{shown(key)}] (known: {', '.join([*SECTIONS, 'clusters', 'plugins'])})")
     cfg = Config(**kw)
     for name, cl in [("general.backend", cfg.general.backend)] + [
         (f"clusters.{n}.backend", c.backend) for n, c in cfg.clusters.items()
     ]:
         if cl not in BACKENDS:
-            raise ConfigError(f"{where}: key {name!r} must be one of {', '.join(BACKENDS)}, got {cl!r}")
+            raise ConfigError(f"{where}: key {shown(name)} must be one of {', '.join(BACKENDS)}, got {_value(cl)}")
     return cfg
 
 
@@ -172,23 +200,23 @@ def load_config(explicit: str | None = None) -> Config:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+        raise ConfigError(f"cannot read config file {shown(str(path))}: {exc}") from None
     return parse_config(text, str(path))
 
 
 def plugin_config(cfg: Config, plugin) -> dict[str, Any]:
     """The [plugins.NAME] table of ``plugin`` with defaults applied, strictly checked."""
     raw = dict(cfg.plugins.get(plugin.name, {}))
-    where = cfg.path or "<config>"
+    where = shown(cfg.path or "<config>")
     out = {}
     for key, spec in plugin.config.items():
         out[key] = spec.default
     for key, value in raw.items():
         if key not in plugin.config:
-            raise ConfigError(f"{where}: unknown key plugins.{plugin.name}.{key} (known: {', '.join(sorted(plugin.config)) or 'none'})")
+            raise ConfigError(f"{where}: unknown key {shown(f'plugins.{plugin.name}.{key}')} (known: {', '.join(sorted(plugin.config)) or 'none'})")
         spec = plugin.config[key]
         if not isinstance(value, spec.type) or (isinstance(value, bool) and spec.type in (int, float)):
-            raise ConfigError(f"{where}: key 'plugins.{plugin.name}.{key}' has the wrong type: {value!r}")
+            raise ConfigError(f"{where}: key {shown(f'plugins.{plugin.name}.{key}')} has the wrong type: {_value(value)}")
         out[key] = value
     return out
 
