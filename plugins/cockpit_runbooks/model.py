@@ -88,10 +88,16 @@ def _key_line(text: str, start: int, key: str) -> int:
     return start
 
 
+def _shown(v: Any) -> str:
+    """A bad value for a message: its repr (control characters escaped), cut at 80."""
+    text = repr(v)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
 def _str(d: Mapping[str, Any], key: str, default: str = "") -> str:
     v = d.get(key, default)
     if not isinstance(v, str):
-        raise RunbookError(f"{key} must be a string, got {v!r}")
+        raise RunbookError(f"{key} must be a string, got {_shown(v)}")
     return v
 
 
@@ -101,32 +107,39 @@ def _step(raw: Any, n: int, line: int, text: str, probes: Iterable[str], actions
     unknown = set(raw) - _STEP_KEYS
     if unknown:
         key = sorted(unknown)[0]
-        raise RunbookError(f"step {n}: unknown key {key!r}", _key_line(text, line - 1, key))
+        raise RunbookError(f"step {n}: unknown key {_shown(key)}", _key_line(text, line - 1, key))
     sid = _str(raw, "id", f"step{n}")
+    for key in ("probe", "action", "next"):  # names: a list or a table here is no name
+        if key in raw and not isinstance(raw[key], str):
+            raise RunbookError(f"step {_shown(sid)}: {key} must be a string, got {_shown(raw[key])}",
+                               _key_line(text, line - 1, key))
     probe = raw.get("probe")
     if probe is not None and probe not in set(probes):
-        raise RunbookError(f"step {sid!r}: unknown probe {probe!r}", _key_line(text, line - 1, "probe"))
+        raise RunbookError(f"step {_shown(sid)}: unknown probe {_shown(probe)}", _key_line(text, line - 1, "probe"))
     action = raw.get("action")
     if action is not None and action not in set(actions):
-        raise RunbookError(f"step {sid!r}: unknown action {action!r}", _key_line(text, line - 1, "action"))
+        raise RunbookError(f"step {_shown(sid)}: unknown action {_shown(action)}", _key_line(text, line - 1, "action"))
     if probe is None and action is None:
-        raise RunbookError(f"step {sid!r} has neither a probe nor an action", line)
+        raise RunbookError(f"step {_shown(sid)} has neither a probe nor an action", line)
     via = _str(raw, "via", "auto")
     if via not in VIA:
-        raise RunbookError(f"step {sid!r}: via must be one of {', '.join(VIA)}", _key_line(text, line - 1, "via"))
+        raise RunbookError(f"step {_shown(sid)}: via must be one of {', '.join(VIA)}", _key_line(text, line - 1, "via"))
     when = raw.get("when", ())
+    if not isinstance(when, (str, list, tuple)):
+        raise RunbookError(f"step {_shown(sid)}: when must be a condition or a list of them, got {_shown(when)}",
+                           _key_line(text, line - 1, "when"))
     when = (when,) if isinstance(when, str) else tuple(when)
     for cond in when:
         if not isinstance(cond, str) or not _COND.match(cond.strip()):
-            raise RunbookError(f"step {sid!r}: bad condition {cond!r} (finding:CODE, !finding:CODE, fact:NAME)",
+            raise RunbookError(f"step {_shown(sid)}: bad condition {_shown(cond)} (finding:CODE, !finding:CODE, fact:NAME)",
                                _key_line(text, line - 1, "when"))
     sev = raw.get("severity", {})
     if not isinstance(sev, dict) or any(str(v).upper() not in _SEVERITIES for v in sev.values()):
-        raise RunbookError(f"step {sid!r}: severity must map finding codes to OK/WARN/CRIT/UNKNOWN",
+        raise RunbookError(f"step {_shown(sid)}: severity must map finding codes to OK/WARN/CRIT/UNKNOWN",
                            _key_line(text, line - 1, "severity"))
     for key in ("args", "params"):
         if not isinstance(raw.get(key, {}), dict):
-            raise RunbookError(f"step {sid!r}: {key} must be a table", _key_line(text, line - 1, key))
+            raise RunbookError(f"step {_shown(sid)}: {key} must be a table", _key_line(text, line - 1, key))
     return StepSpec(sid, _str(raw, "title", sid), line, probe, dict(raw.get("args", {})), via,
                     tuple(c.strip() for c in when), raw.get("next"), action, dict(raw.get("params", {})),
                     {k: str(v).upper() for k, v in sev.items()}, _str(raw, "explain"))
@@ -139,14 +152,16 @@ def parse_runbook(text: str, path: str, probes: Iterable[str], actions: Iterable
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise RunbookError(f"TOML syntax error: {exc}", int(m.group(1)) if m else None) from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise RunbookError("TOML syntax error: arrays or tables nested too deeply") from None
     unknown = set(raw) - _TOP_KEYS
     if unknown:
         key = sorted(unknown)[0]
-        raise RunbookError(f"unknown key {key!r}", _key_line(text, 0, key))
+        raise RunbookError(f"unknown key {_shown(key)}", _key_line(text, 0, key))
     name = _str(raw, "name", Path(path).stem)
     target = _str(raw, "target", "job")
     if target not in TARGETS:
-        raise RunbookError(f"target must be job or node, got {target!r}", _key_line(text, 0, "target"))
+        raise RunbookError(f"target must be job or node, got {_shown(target)}", _key_line(text, 0, "target"))
     steps_raw = raw.get("steps", [])
     if not isinstance(steps_raw, list) or not steps_raw:
         raise RunbookError("a runbook needs at least one [[steps]] table")
@@ -156,10 +171,10 @@ def parse_runbook(text: str, path: str, probes: Iterable[str], actions: Iterable
     ids = [s.id for s in steps]
     dup = next((i for i in ids if ids.count(i) > 1), None)
     if dup:
-        raise RunbookError(f"duplicate step id {dup!r}")
+        raise RunbookError(f"duplicate step id {_shown(dup)}")
     for s in steps:
         if s.next is not None and s.next != "end" and s.next not in ids:
-            raise RunbookError(f"step {s.id!r}: next names no step: {s.next!r}", _key_line(text, s.line - 1, "next"))
+            raise RunbookError(f"step {_shown(s.id)}: next names no step: {_shown(s.next)}", _key_line(text, s.line - 1, "next"))
     return Runbook(name, _str(raw, "title", name), _str(raw, "description"), target, steps, path, source)
 
 
