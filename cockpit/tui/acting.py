@@ -98,8 +98,8 @@ class ActionFlows:
         if job is None:
             self.app.notify("select a job to follow its output", severity="warning")
             return
-        probes = self.app.probes
-        self.app.push_screen(JobLogScreen(job, self.job_output, via=probes.description if probes else ""))
+        via = "from the simulated node" if self.app.simulated else "over SSH"
+        self.app.push_screen(JobLogScreen(job, self.job_output, via=via))
 
     def job_output(self, job: Job, stderr: bool) -> JobOutput:
         """The job's stdout/stderr: here, or on its batch host through the probe runner.

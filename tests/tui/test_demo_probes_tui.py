@@ -53,7 +53,7 @@ async def test_f_follows_a_running_demo_job_on_its_simulated_batch_host():
         await wait_for(pilot, lambda: screen.source.startswith(f"{job.nodes[0]}:"), "the source on the batch host")
         title = await wait_for(pilot, lambda: next((ln for ln in screen_text(app).splitlines() if "(following)" in ln), ""),
                                "the title")
-        assert f"job {job.job_id} stdout: {job.nodes[0]}:" in title and "via demo (simulated nodes)" in title
+        assert f"job {job.job_id} stdout: {job.nodes[0]}:" in title and "from the simulated node" in title
         assert not any("no nodes" in n or "has no" in n for n in notes(app))
         log = screen.query_one("#log")
         await wait_for(pilot, lambda: log.lines, "the job's simulated output lines")

@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 
 from cockpit.core.actions import ACTIONS, REASON_TEMPLATES, SIGNALS, Outcome, Plan, make_reason
 from cockpit.text import sanitize
+from cockpit.tui.screens.joblog import JobLogScreen  # noqa: F401 - moved to joblog.py; importers of this name remain
 
 _CSS = """
 ActionModal { align: center middle; }

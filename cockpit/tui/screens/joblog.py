@@ -27,7 +27,8 @@ class JobLogScreen(Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="joblog.back"),
                 Binding("e", "toggle_stream", "stdout/stderr", id="joblog.stream")]
 
-    def __init__(self, job: Job, open_output: OpenOutput, via: str = "", stderr: bool = False) -> None:
+    def __init__(self, job: Job, open_output: OpenOutput, via: str = "over SSH", stderr: bool = False) -> None:
+        """``via``: how a node's file is read, for the title ("over SSH")."""
         super().__init__()
         self.job, self.open_output, self.via, self.stderr = job, open_output, via, stderr
         self.source = ""  # "/path" or "node01:/path" once chosen
@@ -54,9 +55,9 @@ class JobLogScreen(Screen):
             return
         label = "stderr" if self.stderr else "stdout"
         self.source = out.source
-        how = f" via {self.via}" if out.node and self.via else ""
+        how = f" {clean(self.via, 60)}" if out.node and self.via else ""
         self.query_one("#log-title", Static).update(
-            Text(f" job {self.job.job_id} {label}: {clean(out.source, 300)}{clean(how, 60)} (following)"))
+            Text(f" job {self.job.job_id} {label}: {clean(out.source, 300)}{how} (following)"))
         self._follow(out)
 
     @work(exclusive=True, group="joblog")
