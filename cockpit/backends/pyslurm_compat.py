@@ -48,7 +48,11 @@ class PyslurmFailure(Exception):
 def classify(exc: BaseException, what: str) -> PyslurmFailure:
     """pyslurm's RPCError (or anything a call raised) -> PyslurmFailure naming the cause."""
     errno = getattr(exc, "errno", None)
-    text = (str(getattr(exc, "msg", "") or exc).strip().splitlines() or [type(exc).__name__])[0]
+    said = getattr(exc, "msg", "") or exc
+    args = getattr(exc, "args", ())
+    if len(args) == 2 and isinstance(args[0], str) and isinstance(args[1], int):
+        said, errno = args  # the old API (22.5's pyslurm.config()) raises ValueError(text, errno)
+    text = (str(said).strip().splitlines() or [type(exc).__name__])[0]
     low = text.lower()
     if errno in _DOWN or any(w in low for w in _DOWN_WORDS):
         return PyslurmFailure("down", f"slurmctld does not answer ({what}): {text}")

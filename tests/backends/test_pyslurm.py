@@ -245,6 +245,8 @@ def test_errors_are_classified_by_errno_and_words():
     assert compat.classify(rpc(1005, "Protocol version has changed, re-link your code"), "jobs").cause == "mismatch"
     assert compat.classify(rpc(2017, "Invalid job id specified"), "job 9").cause == "gone"
     assert compat.classify(RuntimeError("boom"), "nodes").message == "nodes: boom"
+    old_api = compat.classify(ValueError("Unable to contact slurm controller (connect failure)", 1800), "config")
+    assert old_api.message == "slurmctld does not answer (config): Unable to contact slurm controller (connect failure)"
 
 
 # -- the Source (what the worker runs) ---------------------------------------------
