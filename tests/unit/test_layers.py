@@ -12,7 +12,7 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGINS = ("cockpit_nccl", "cockpit_layout", "cockpit_runbooks")
+PLUGINS = ("cockpit_nccl", "cockpit_layout", "cockpit_runbooks", "cockpit_preflight")
 
 if sys.version_info >= (3, 11):
     import tomllib
