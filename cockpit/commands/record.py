@@ -17,6 +17,8 @@ def register(sub) -> None:
 
 async def run(args, session) -> int:
     backend = session.backend
+    if backend.name == "pyslurm":  # no raw outputs of its own: record the same local Slurm's commands
+        backend = backend.cli()
     if not hasattr(backend, "on_output") or backend.name != "slurm-cli":
         raise UsageError(f"record needs a live Slurm (the {backend.name} backend has no raw outputs)")
     target = Path(args.dir).expanduser()
