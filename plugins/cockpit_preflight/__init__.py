@@ -6,6 +6,8 @@
   with nvidia-smi; throttling, power capping, slow GPUs, new Xid/ECC errors; drains
   proposed through the gate;
 * ``fabric``: HCA link rates per node against the guide's table for the GPU count.
+
+The TUI screens live in ``cockpit_preflight.screen`` and are imported only by the TUI.
 """
 
 from cockpit.plugins.api import Plugin
@@ -19,6 +21,16 @@ plugin = Plugin(
     name="preflight",
     description="Pre-flight checks: storage, burn-in under full load, fabric audit",
     checks=(StorageCheck(), BurninCheck(), FabricCheck()),
+    screens={
+        "preflight-storage": "cockpit_preflight.screen:StorageScreen",
+        "preflight-burnin": "cockpit_preflight.screen:BurninScreen",
+        "preflight-fabric": "cockpit_preflight.screen:FabricScreen",
+    },
+    commands={
+        "Pre-flight: storage": "preflight-storage",
+        "Pre-flight: burn-in": "preflight-burnin",
+        "Pre-flight: fabric audit": "preflight-fabric",
+    },
     config=CONFIG,
     actions=("preflight.submit-job", "drain"),
 )
