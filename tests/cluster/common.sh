@@ -20,6 +20,10 @@ CLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${COCKPIT_CLUSTER_STATE:=/var/spool/cockpit-cluster}"
 : "${COCKPIT_CLUSTER_LOGS:=/var/log/cockpit-cluster}"
 : "${COCKPIT_CLUSTER_USER:=cockpit-user}"             # non-root, non-operator test user
+: "${COCKPIT_CLUSTER_ACCOUNTING:=1}"                  # 1: slurmdbd on MariaDB; 0: no accounting
+# Derived from the controller's port, so a second instance (other-debian) gets its own too.
+: "${COCKPIT_CLUSTER_DBD_PORT:=$((COCKPIT_CLUSTER_CTLD_PORT + 2))}"   # slurmdbd (6819)
+: "${COCKPIT_CLUSTER_DB_PORT:=$((COCKPIT_CLUSTER_CTLD_PORT - 3510))}"  # its MariaDB (3307)
 
 # bash 5.2 would expand & in ${var//pat/rep} replacements; templates must be copied literally.
 shopt -u patsub_replacement 2>/dev/null || true
@@ -41,6 +45,7 @@ die() { printf '%s %s\n' "[cluster] error:" "$*" >&2; exit 1; }
 # Loopback only: refuse any address outside 127.0.0.0/8 before anything is configured.
 case "$COCKPIT_CLUSTER_NET." in 127.*) ;; *) die "COCKPIT_CLUSTER_NET=$COCKPIT_CLUSTER_NET is not in 127.0.0.0/8";; esac
 case "$COCKPIT_CLUSTER_HEAD_ADDR" in 127.*) ;; *) die "COCKPIT_CLUSTER_HEAD_ADDR=$COCKPIT_CLUSTER_HEAD_ADDR is not in 127.0.0.0/8";; esac
+case "$COCKPIT_CLUSTER_ACCOUNTING" in 0|1) ;; *) die "COCKPIT_CLUSTER_ACCOUNTING=$COCKPIT_CLUSTER_ACCOUNTING must be 0 or 1";; esac
 [[ "$COCKPIT_CLUSTER_NODES" =~ ^[0-9]+$ ]] && [ "$COCKPIT_CLUSTER_NODES" -ge 2 ] && [ "$COCKPIT_CLUSTER_NODES" -le 99 ] \
   || die "COCKPIT_CLUSTER_NODES=$COCKPIT_CLUSTER_NODES must be 2-99"
 

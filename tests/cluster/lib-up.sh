@@ -4,7 +4,7 @@ STARTED=()
 
 install_packages() {
   local p need=()
-  for p in slurm-wlm munge openssh-server openssh-client iproute2 procps util-linux; do
+  for p in slurm-wlm munge openssh-server openssh-client iproute2 procps util-linux $(acct_packages); do
     dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
   done
   [ ${#need[@]} -eq 0 ] && return 0
@@ -94,7 +94,9 @@ install_configs() {
   version_ge "$version" 24.05 && plugin="CgroupPlugin=disabled"
   render slurm.conf.in NAME="$COCKPIT_CLUSTER_NAME" HEAD_ADDR="$COCKPIT_CLUSTER_HEAD_ADDR" \
     CTLD_PORT="$COCKPIT_CLUSTER_CTLD_PORT" SLURMD_PORT="$COCKPIT_CLUSTER_SLURMD_PORT" \
-    CONF_DIR="$COCKPIT_CLUSTER_CONF_DIR" NODE_LINES="$(node_lines)" > "$tmp/slurm.conf"
+    CONF_DIR="$COCKPIT_CLUSTER_CONF_DIR" NODE_LINES="$(node_lines)" ACCOUNTING_LINES="$(accounting_lines)" \
+    > "$tmp/slurm.conf"
+  render_slurmdbd_conf "$tmp/slurmdbd.conf"
   # Clients inside jobs (see TaskProlog in slurm.conf.in).
   sed 's/^CommunicationParameters=.*/CommunicationParameters=NoCtldInAddrAny/' "$tmp/slurm.conf" \
     > "$tmp/slurm-client.conf"
@@ -104,7 +106,9 @@ install_configs() {
     LAST_GPU=$((COCKPIT_CLUSTER_GPUS - 1)) > "$tmp/gres.conf"
   render cgroup.conf.in CGROUP_PLUGIN="$plugin" > "$tmp/cgroup.conf"
   topology_lines > "$tmp/topology.conf"
-  for f in slurm slurm-client gres cgroup topology task-prolog; do
+  local confs="slurm slurm-client gres cgroup topology task-prolog"
+  acct_enabled && confs+=" slurmdbd"
+  for f in $confs; do
     local dst="$COCKPIT_CLUSTER_CONF_DIR/$f.conf"
     [ "$f" = task-prolog ] && dst="$COCKPIT_CLUSTER_CONF_DIR/task-prolog"
     if [ -e "$dst" ] && ! grep -q "$MARK" "$dst"; then
@@ -120,6 +124,9 @@ install_configs() {
   if [ $changed = 1 ]; then
     for f in slurm slurm-client gres cgroup topology; do install -m 644 "$tmp/$f.conf" "$COCKPIT_CLUSTER_CONF_DIR/$f.conf"; done
     install -m 755 "$tmp/task-prolog.conf" "$COCKPIT_CLUSTER_CONF_DIR/task-prolog"
+    # slurmdbd refuses a config (it holds the database password) that others can read.
+    if acct_enabled; then install -m 600 "$tmp/slurmdbd.conf" "$COCKPIT_CLUSTER_CONF_DIR/slurmdbd.conf"
+    else rm -f "$COCKPIT_CLUSTER_CONF_DIR/slurmdbd.conf"; fi
   fi
   rm -rf "$tmp"
 }
@@ -270,6 +277,14 @@ write_env() {
     echo "export COCKPIT_TEST_CLUSTER_LOGS=$COCKPIT_CLUSTER_LOGS"
     echo "export COCKPIT_TEST_CLUSTER_STATE=$COCKPIT_CLUSTER_STATE"
     echo "export COCKPIT_TEST_CLUSTER_DIR=$CLUSTER_DIR"
+    echo "export COCKPIT_TEST_ACCOUNTING=$COCKPIT_CLUSTER_ACCOUNTING"
+    if acct_enabled; then
+      echo "export COCKPIT_TEST_DBD_PORT=$COCKPIT_CLUSTER_DBD_PORT"
+      echo "export COCKPIT_TEST_DB_PORT=$COCKPIT_CLUSTER_DB_PORT"
+      echo "export COCKPIT_TEST_ACCOUNT=$ACCT_ACCOUNT"
+      echo "export COCKPIT_TEST_QOS_GPU=$ACCT_QOS"
+      echo "export COCKPIT_TEST_QOS_GPU_LIMIT=$ACCT_QOS_GPUS"
+    fi
   } > "$f.tmp"
   mv "$f.tmp" "$f"
 }
