@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from cockpit.plugins.api import CommandFailed, CommandTimeout, ParseError, UsageError, collapse, expand
+from cockpit.plugins.api import CommandFailed, CommandTimeout, ParseError, UsageError, collapse, expand, sanitize
 
 TERMINAL = frozenset({
     "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -196,11 +196,12 @@ def split_tasks(text: str) -> dict[str, list[str]]:
 
 
 def parse_job_output(text: str, check: str, source: str) -> dict[str, NodeOutput]:
-    """Per-node sections of a pre-flight job's output (or a recorded copy).
+    """Per-node sections of a pre-flight job's output (or a recorded copy). Escape and
+    control characters are dropped first: what a node printed is shown as text.
 
     Raises ParseError when no task of the ``check`` printed its header."""
     nodes: dict[str, NodeOutput] = {}
-    for lines in split_tasks(text).values():
+    for lines in split_tasks(sanitize(text)).values():
         current: NodeOutput | None = None
         section: Section | None = None
         for line in lines:

@@ -16,9 +16,10 @@ import argparse
 import asyncio
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from cockpit.plugins.api import CheckContext, CheckResult, CockpitError, Node, UsageError, expand
+from cockpit.plugins.api import CheckContext, CheckResult, CockpitError, Node, UsageError, expand, sanitize
 
 from cockpit_preflight.fabric_judge import Group, NodeFabric, judge
 from cockpit_preflight.ibparse import (
@@ -45,8 +46,24 @@ def _ib_argv(root: str) -> list[str]:
     return ["find", "-L", root, "-mindepth", "2", "-maxdepth", "4", "-type", "f", "(", *expr, ")"]
 
 
-async def _run(ctx: CheckContext, node: str, argv: Sequence[str], timeout: float):
-    return await ctx.probes.run(node, list(argv), timeout=timeout)
+@dataclass(frozen=True)
+class _Answer:
+    ok: bool
+    returncode: int
+    out: str
+    err: str
+
+    def text(self) -> str:
+        return self.out
+
+    def err_text(self) -> str:
+        return self.err
+
+
+async def _run(ctx: CheckContext, node: str, argv: Sequence[str], timeout: float) -> _Answer:
+    """The node's answer with escape and control characters dropped (it is data)."""
+    r = await ctx.probes.run(node, list(argv), timeout=timeout)
+    return _Answer(r.ok, r.returncode, sanitize(r.text()), sanitize(r.err_text()))
 
 
 async def probe_node(ctx: CheckContext, node: str, cfg: dict) -> NodeFabric:

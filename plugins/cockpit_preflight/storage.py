@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from cockpit.plugins.api import CheckContext, CheckResult, CockpitError, Severity, UsageError
+from cockpit.plugins.api import CheckContext, CheckResult, CockpitError, Severity, UsageError, sanitize
 
 from cockpit_preflight.common import JobOutcome, node_label, parse_params, placement, run_job
 from cockpit_preflight.fio import META_ENGINES, parse_fio_json
@@ -28,9 +28,10 @@ _FLAGS = {"local": "storage_local_path", "shared": "storage_shared_path", "size"
 
 
 def read_log(path: str) -> str:
-    """Raises UsageError naming the file when it cannot be read."""
+    """The file's text, escape and control characters dropped (it is shown as text).
+    Raises UsageError naming the file when it cannot be read."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        return sanitize(Path(path).read_text(encoding="utf-8", errors="replace"))
     except OSError as exc:
         raise UsageError(f"cannot read --log {path!r}: {exc.strerror}") from None
 

@@ -136,6 +136,8 @@ def build_script(params: StorageParams, place: Placement, output: str, time_limi
     for what, path in (("--local", params.local), ("--shared", params.shared)):
         if path and not path.startswith("/"):
             raise UsageError(f"bad {what} {path!r}: give an absolute path")
+        if ":" in path:  # fio reads --directory=a:b as two directories
+            raise UsageError(f"bad {what} {path!r}: fio cannot take a path with ':'")
     if not params.local and not params.shared:
         raise UsageError("nothing to measure: give --local PATH and/or --shared PATH")
     lines = header("cockpit-storage", place, output, time_limit, exclusive)

@@ -105,6 +105,14 @@ def test_storage_fio_json_log_and_nfs_finding(tmp_path):
     assert nfs.title.startswith("node01: shared path is NFS (nfs4 on filer:/ckpt)") and nfs.severity == Severity.WARN
 
 
+def test_strings_from_the_nodes_are_text(tmp_path):
+    rec = (JOBS / "storage-fio-node01-02-loop-ext4.out").read_text().replace(
+        "0: ext4   /dev/vda /", "0: ext4   /dev/\x1b]52;c;ZWNobyBoaQ==\x07vda[bold] /")
+    (tmp_path / "esc.out").write_text(rec)
+    res = run("storage", ["--log", str(tmp_path / "esc.out")])
+    assert res.data["nodes"]["node01"]["paths"]["shared"]["source"] == "/dev/vda[bold]"  # no escape, markup literal
+
+
 def test_storage_dd_fallback_is_named_and_unmeasured_is_never_ok(tmp_path):
     res = run("storage", ["--log", str(JOBS / "storage-dd-fallback-node01-02.out")], {"storage_default_local_read_gbps": 0.0})
     assert [f.title for f in res.findings if f.rule == "storage-fio-missing"] == [
@@ -240,6 +248,8 @@ def test_cli_json_prometheus_and_exit_codes(tmp_path):
     (["check", "fabric", "--log", f"n={DATA / 'ibstat' / 'gpud-ibstat.39.0.a100.failed.ibpanic.exit-255.0.txt'}"],
      "ibpanic:"),
     (["check", "storage", "--nodes", "node[01-02]", "--local", "relative/path"], "bad --local 'relative/path'"),
+    (["check", "storage", "--nodes", "node[01-02]", "--shared", "/a:b"], "fio cannot take a path with ':'"),
+    (["check", "fabric", "--nodes", "dgx001", "--ib-root", "/sys/$(reboot)"], "bad --ib-root '/sys/$(reboot)'"),
 ])
 def test_cli_bad_input_is_one_line_exit_3(tmp_path, args, message):
     proc = cockpit(tmp_path, *args)
