@@ -58,7 +58,8 @@ class BurninCheck:
         g.add_argument("--partition", metavar="P", help="partition to run in (and take usable nodes from)")
         g.add_argument("--reservation", metavar="R", help="reservation to run in, e.g. of new nodes")
         g.add_argument("--num-nodes", type=int, metavar="N", help="node count with --reservation alone")
-        g.add_argument("--duration", type=int, metavar="S", help="seconds of full load (config burnin_duration)")
+        g.add_argument("--duration", type=int, metavar="S",
+                       help="seconds of the torch load (config burnin_duration); dcgmi diag sets its own")
         g.add_argument("--engine", choices=ENGINES, help="auto: dcgmi where present, else torch")
         g.add_argument("--drain", action="store_true", help="drain the failing nodes (each through the gate)")
         g.add_argument("--prometheus", action="store_true", help="node_exporter textfile metrics (in data.prometheus)")

@@ -44,7 +44,7 @@ CONFIG: dict[str, ConfigKey] = {
     "storage_shared_write_gbps": ConfigKey(dict, {}, "Expected shared sequential write per node, GB/s, by partition"),
     "storage_shared_meta_ops": ConfigKey(dict, {}, "Expected shared file creates per second per node, by partition"),
     "storage_fio": ConfigKey(str, "fio", "fio on the nodes (path or name); dd is used where it is missing"),
-    "storage_size": ConfigKey(str, "4G", "fio --size per job (the file each job writes then reads)"),
+    "storage_size": ConfigKey(str, "1G", "fio --size per job (the file each job writes then reads)"),
     "storage_runtime": ConfigKey(int, 30, "fio --runtime seconds per test (time based)"),
     "storage_block_size": ConfigKey(str, "1M", "fio --bs of the sequential tests (random read uses 4k)"),
     "storage_iodepth": ConfigKey(int, 32, "fio --iodepth"),
@@ -57,7 +57,7 @@ CONFIG: dict[str, ConfigKey] = {
                                                     "copy 4 + Adam moments 2 x 4"),
     # burnin
     "burnin_engine": ConfigKey(str, "auto", "auto (dcgmi where present, else torch), dcgmi or torch"),
-    "burnin_duration": ConfigKey(int, 300, "Seconds of full load (--duration)"),
+    "burnin_duration": ConfigKey(int, 300, "Seconds of the torch load (--duration); dcgmi diag runs its own tests' lengths"),
     "burnin_interval": ConfigKey(float, 5.0, "Seconds between nvidia-smi samples during the load"),
     "burnin_gpus_per_node": ConfigKey(int, 8, "GPUs requested per node (--gpus-per-node); 0 = none"),
     "burnin_nvidia_smi": ConfigKey(str, "nvidia-smi", "nvidia-smi on the nodes (path or name)"),

@@ -71,7 +71,7 @@ class StorageCheck:
         g.add_argument("--local", metavar="PATH", help="local scratch on each node (config storage_local_path)")
         g.add_argument("--shared", metavar="PATH", help="shared filesystem path (config storage_shared_path)")
         g.add_argument("--params", metavar="SIZE", help="estimate checkpoint time for a model, e.g. 70B")
-        g.add_argument("--size", metavar="SIZE", help="fio --size per job, e.g. 4G (config storage_size)")
+        g.add_argument("--size", metavar="SIZE", help="fio --size per job, e.g. 1G (config storage_size)")
         g.add_argument("--runtime", type=int, metavar="S", help="fio seconds per test (config storage_runtime)")
         g.add_argument("--prometheus", action="store_true", help="node_exporter textfile metrics (in data.prometheus)")
 
