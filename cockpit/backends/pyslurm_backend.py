@@ -205,7 +205,7 @@ class PyslurmBackend:
         progressive = not store.objects
         reset = not self._synced[kind]
         self._synced[kind] = False
-        pending, done, shown = [], None, time.monotonic()
+        pending, done, shown = [], None, float("-inf")  # a first load shows its first chunk at once
         try:
             async for delta in self.worker.deltas(kind, reset):
                 if progressive:

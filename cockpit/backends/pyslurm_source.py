@@ -10,10 +10,11 @@ Jobs and nodes leave as :class:`~cockpit.backends.slurm_delta.Delta` steps, like
 the CLI's parse worker sends them: only objects that changed since the last
 answer, compared by the digest of the built model object.
 
-A node's GPU indexes in use come from the running jobs' layouts, so a nodes
-load needs a jobs load; one made less than ``REUSE_JOBS`` seconds earlier is
-used (the poller asks for both in the same round), and a jobs request right
-after a nodes request uses the load that one made.
+A node's GPU indexes in use come from the layouts of the jobs holding nodes,
+so a nodes request needs a jobs load; one made less than ``REUSE_JOBS``
+seconds earlier is used (the poller asks for both in the same round), and a
+jobs request right after a nodes request uses the load that one made. Only the
+jobs request maps every job, chunk by chunk as the Deltas go out.
 
 Every ``CHECK_EVERY`` seconds (and first) the controller's version is compared
 with pyslurm's: after a Slurm upgrade the next request fails with cause
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from cockpit.backends.pyslurm_compat import Adapter, PyslurmFailure, adapter_for, classify
@@ -72,24 +73,35 @@ class _Differ:
         self.kind, self.key = kind, key
         self.digests: dict[Any, int] = {}
 
-    def feed(self, objs: list[Any], warnings: list[str], reset: bool, chunk: int = CHUNK) -> Iterator[Delta]:
+    def feed(self, objs: Iterable[Any], warnings: list[str], reset: bool, chunk: int = CHUNK) -> Iterator[Delta]:
+        """Deltas as ``objs`` are built (a first load shows its first jobs before the
+        last one is mapped); the last one has ``done``. On an error half-way the
+        differ forgets everything, so its next answer is a reset."""
         if reset:
             self.digests = {}
         reset = reset or not self.digests
-        old, new, changed = self.digests, {}, []
-        for obj in objs:
-            k, d = self.key(obj), _digest(obj)
-            new[k] = d
-            if old.get(k) != d:
-                changed.append(obj)
-        if len(new) != len(objs):
-            raise ParseError("pyslurm", "the same id appears twice")
+        old, new, changed, first, n = self.digests, {}, [], True, 0
+        try:
+            for obj in objs:
+                k, d = self.key(obj), _digest(obj)
+                new[k] = d
+                n += 1
+                if old.get(k) != d:
+                    changed.append(obj)
+                    if len(changed) >= chunk:
+                        yield Delta(self.kind, tuple(changed), reset=reset and first)
+                        changed, first = [], False
+            if len(new) != n:
+                raise ParseError("pyslurm", "the same id appears twice")
+        except BaseException:
+            self.digests = {}
+            raise
+        if changed:
+            yield Delta(self.kind, tuple(changed), reset=reset and first)
+            first = False
         removed = tuple(k for k in old if k not in new)
         self.digests = new
-        for i in range(0, len(changed), chunk):
-            yield Delta(self.kind, tuple(changed[i:i + chunk]), reset=reset and i == 0)
-        yield Delta(self.kind, (), removed, True, reset and not changed, len(objs),
-                    tuple(dict.fromkeys(warnings)))
+        yield Delta(self.kind, (), removed, True, reset and first, n, tuple(dict.fromkeys(warnings)))
 
 
 class Source:
@@ -102,7 +114,7 @@ class Source:
         self.clock = clock
         self._checked = float("-inf")
         self._controller = ""
-        self._jobs: tuple[float, tuple[Job, ...]] | None = None  # (when loaded, jobs)
+        self._jobs: tuple[float, list[Any]] | None = None  # (when loaded, pyslurm's Jobs)
         self._differs = {"jobs": _Differ("jobs", lambda j: j.job_id), "nodes": _Differ("nodes", lambda n: n.name)}
 
     def adapter(self) -> Adapter:
@@ -141,37 +153,35 @@ class Source:
         return self.check(force=True)
 
     # -- reading ---------------------------------------------------------------
-    def _load_jobs(self, warnings: list[str]) -> tuple[Job, ...]:
-        a = self.adapter()
-        raw = self._rpc("jobs", a.load_jobs)
-        jobs = []
-        for j in raw:
-            layout = j.get_resource_layout_per_node() if j.allocated_nodes else None
-            jobs.append(job_from_pyslurm(j, layout, warnings))
-        jobs.sort(key=lambda job: job.job_id)
-        return tuple(jobs)
-
-    def _recent_jobs(self, warnings: list[str]) -> tuple[Job, ...]:
+    def _raw_jobs(self) -> list[Any]:
+        """pyslurm's Jobs, loaded now or by the other kind's request less than REUSE_JOBS ago."""
         now = self.clock()
         if self._jobs is not None and now - self._jobs[0] < REUSE_JOBS:
             return self._jobs[1]
-        jobs = self._load_jobs(warnings)
-        self._jobs = (now, jobs)
-        return jobs
+        raw = self._rpc("jobs", self.adapter().load_jobs)
+        self._jobs = (now, raw)
+        return raw
+
+    def _mapped(self, raw: list[Any], warnings: list[str]) -> Iterator[Job]:
+        for j in raw:
+            layout = j.get_resource_layout_per_node() if j.allocated_nodes else None
+            yield job_from_pyslurm(j, layout, warnings)
 
     def jobs(self, reset: bool = False) -> Iterator[Delta]:
-        """Deltas from the last jobs answer to now; the last one has ``done``."""
+        """Deltas from the last jobs answer to now, in pyslurm's order; the last one has ``done``."""
         self.check()
         warnings: list[str] = []
-        jobs = self._recent_jobs(warnings)
-        self._jobs = None  # the next nodes load reads jobs again
-        yield from self._differs["jobs"].feed(list(jobs), warnings, reset)
+        raw = self._raw_jobs()
+        self._jobs = None  # the next nodes request loads jobs again
+        yield from self._differs["jobs"].feed(self._mapped(raw, warnings), warnings, reset)
 
     def nodes(self, reset: bool = False) -> Iterator[Delta]:
-        """Like :meth:`jobs`, for nodes (GPU indexes from the running jobs)."""
+        """Like :meth:`jobs`, for nodes; their GPU indexes in use come from the jobs that
+        hold nodes (only those are mapped here: pending jobs hold no GPUs)."""
         self.check()
         warnings: list[str] = []
-        use = gpu_use_by_node(self._recent_jobs(warnings))
+        holding = [j for j in self._raw_jobs() if j.allocated_nodes]
+        use = gpu_use_by_node(self._mapped(holding, warnings))
         a = self.adapter()
         raw = self._rpc("nodes", a.load_nodes)
         nodes = [node_from_pyslurm(n, use.get(n.name), warnings, a.node_state(n)) for n in raw]
