@@ -166,6 +166,23 @@ class SlurmCliBackend:
                 return value if isinstance(value, str) else ""
         return ""
 
+    # -- optional capabilities: accounting (slurmdbd) and the scheduler's views ------
+    accounting_why = ""  # why accounting() gave None, in one line
+
+    async def accounting(self) -> Any:
+        """sacct/sacctmgr/sshare/assoc_mgr (cockpit.backends.accounting.SlurmAccounting),
+        or None where ``scontrol show config`` names no slurmdbd (``accounting_why``
+        says so). Raises BackendError when scontrol cannot be asked."""
+        from cockpit.backends.accounting import offer_accounting
+
+        return await offer_accounting(self)
+
+    async def scheduling(self) -> Any:
+        """sprio, reservations, one job's detail, squeue --start (SlurmScheduling)."""
+        from cockpit.backends.accounting import offer_scheduling
+
+        return await offer_scheduling(self)
+
     def _prog(self, name: str) -> str:
         import os
 

@@ -1,0 +1,278 @@
+"""Text outputs of Slurm's accounting commands -> cockpit.models.accounting.
+Pure functions, no I/O; each raises only :class:`cockpit.errors.ParseError`.
+
+Times: the queries run with ``SLURM_TIME_FORMAT=%s``, so every time is epoch
+seconds; ``Unknown``/``None``/``N/A`` (never set) become None.
+
+- ``parse_sacct_parsable(text, source) -> tuple[JobRecord, ...]`` from
+  ``sacct --parsable2 --noheader -o`` :data:`SACCT_FIELDS` (allocations; step
+  lines, ``123.batch``, become the job's steps).
+- ``parse_events(text, source) -> tuple[NodeEvent, ...]`` from
+  ``sacctmgr -n -P show event format=`` :data:`EVENT_FIELDS`.
+- ``parse_sprio(text, source) -> tuple[PriorityFactors, ...]`` from
+  ``sprio -h -o`` :data:`SPRIO_FORMAT`.
+- ``parse_sshare(text, source) -> tuple[Share, ...]`` from ``sshare -n -P -o`` :data:`SSHARE_FIELDS`.
+- ``parse_reservations(text, source) -> tuple[Reservation, ...]`` from ``scontrol show reservation``.
+- ``parse_assoc_mgr(text, source) -> LimitsState`` from ``scontrol show assoc_mgr``.
+- ``parse_tres(text) -> dict``, ``parse_exit(text) -> (code, signal)``,
+  ``duration_seconds(text) -> float | None`` (``1-02:03:04``, ``MM:SS.mmm``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from cockpit.backends.slurm_json_common import expand_nodes
+from cockpit.backends.slurm_text import parse_scontrol_kv
+from cockpit.errors import ParseError
+from cockpit.models.accounting import (
+    AssocLimits, JobRecord, Limit, LimitsState, NodeEvent, PriorityFactors, QosLimits,
+    Reservation, Share, StepRecord,
+)
+
+# sacct fields, in this order. JobName is last: it is the user's text and may hold the
+# separator, so a line is split into len-1 fields and the rest is the name.
+SACCT_FIELDS = (
+    "JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "State", "ExitCode",
+    "DerivedExitCode", "Submit", "Start", "End", "ElapsedRaw", "TimelimitRaw", "NNodes",
+    "NodeList", "AllocTRES", "ReqTRES", "TotalCPU", "TRESUsageInMax", "TRESUsageInAve",
+    "Reason", "JobName",
+)
+EVENT_FIELDS = ("NodeName", "TimeStart", "TimeEnd", "State", "User", "Reason")
+# sprio -o: job, user, partition, priority, then the weighted factors.
+SPRIO_FORMAT = "%i|%u|%r|%Y|%a|%b|%F|%J|%P|%Q|%S|%T|%N"
+_SPRIO_FACTORS = ("age", "assoc", "fairshare", "jobsize", "partition", "qos", "site", "tres", "nice")
+SSHARE_FIELDS = ("Account", "User", "RawShares", "NormShares", "RawUsage", "EffectvUsage", "FairShare")
+
+_UNSET = frozenset({"", "Unknown", "None", "N/A", "(null)", "INVALID"})
+# Slurm's TRES names carry a unit suffix in sacct: mem=2000M, gres/gpumem=80G.
+_UNITS = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 ** 2, "P": 1024.0 ** 3}
+
+
+def epoch(value: str, field: str, source: str) -> int | None:
+    v = value.strip()
+    if v in _UNSET or v == "0":
+        return None
+    if v.isdecimal():
+        return int(v)
+    raise ParseError(source, f"field {field!r} is not epoch seconds: {v[:40]!r} (SLURM_TIME_FORMAT=%s not honoured?)")
+
+
+def _int(value: str, field: str, source: str) -> int | None:
+    v = value.strip()
+    if v in _UNSET or v.upper() in ("UNLIMITED", "INFINITE", "PARTITION_LIMIT"):
+        return None
+    if v.isdecimal():
+        return int(v)
+    raise ParseError(source, f"field {field!r} is not a number: {v[:40]!r}")
+
+
+def _float(value: str, field: str, source: str) -> float | None:
+    v = value.strip()
+    if v in _UNSET:
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        raise ParseError(source, f"field {field!r} is not a number: {v[:40]!r}") from None
+
+
+def parse_tres(text: str, source: str = "sacct") -> dict[str, float]:
+    """``cpu=2,mem=2000M,node=1,gres/gpu=8`` -> {"cpu": 2, "mem": 2000, ...}; memory-like
+    values in MB. Raises ParseError for an item that is not NAME=NUMBER[unit]."""
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item or item in _UNSET:
+            continue
+        name, eq, val = item.partition("=")
+        if not eq or not name:
+            raise ParseError(source, f"TRES item is not NAME=VALUE: {item[:40]!r}")
+        scale = 1.0
+        if val and val[-1] in _UNITS:
+            scale, val = _UNITS[val[-1]], val[:-1]
+        try:
+            out[name] = float(val) * scale
+        except ValueError:
+            raise ParseError(source, f"TRES {name!r} is not a number: {val[:40]!r}") from None
+    return out
+
+
+def parse_exit(text: str, source: str = "sacct") -> tuple[int | None, int | None]:
+    """``3:0`` -> (3, None), ``0:15`` -> (0, 15); empty -> (None, None)."""
+    v = text.strip()
+    if v in _UNSET:
+        return None, None
+    code, colon, sig = v.partition(":")
+    if not code.isdecimal() or (colon and not sig.isdecimal()):
+        raise ParseError(source, f"bad exit code {v[:20]!r}")
+    return int(code), (int(sig) or None) if colon else None  # signal 0: none
+
+
+def duration_seconds(text: str, source: str = "sacct") -> float | None:
+    """``[D-]HH:MM:SS[.mmm]`` or ``MM:SS.mmm`` (sacct's TotalCPU) -> seconds."""
+    v = text.strip()
+    if v in _UNSET or v.upper() in ("UNLIMITED", "INFINITE"):
+        return None
+    days, dash, rest = v.partition("-")
+    if not dash:
+        days, rest = "0", v
+    parts = rest.split(":")
+    try:
+        nums = [float(p) for p in parts]
+        d = int(days)
+    except ValueError:
+        raise ParseError(source, f"bad duration {v[:30]!r}") from None
+    if len(nums) > 3 or any(n < 0 for n in nums):
+        raise ParseError(source, f"bad duration {v[:30]!r}")
+    while len(nums) < 3:
+        nums.insert(0, 0.0)
+    return d * 86400 + nums[0] * 3600 + nums[1] * 60 + nums[2]
+
+
+def _state(value: str) -> str:
+    # "CANCELLED by 0" -> CANCELLED; a state with a "+" flag keeps its first word.
+    return value.strip().split(" ", 1)[0].split("+", 1)[0].upper() or "UNKNOWN"
+
+
+_ARRAY_ID = re.compile(r"^(\d+)_(\d+)$")
+
+
+def _split(line: str, n: int, source: str) -> list[str]:
+    parts = line.split("|", n - 1)
+    if len(parts) != n:
+        raise ParseError(source, f"expected {n} fields, got {len(parts)}: {line[:80]!r}")
+    return parts
+
+
+def parse_sacct_parsable(text: str, source: str = "sacct --parsable2") -> tuple[JobRecord, ...]:
+    """Jobs (with their steps) from ``sacct -P -n -o`` :data:`SACCT_FIELDS`. Raises ParseError."""
+    jobs: dict[str, dict] = {}
+    order: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        f = dict(zip(SACCT_FIELDS, _split(line, len(SACCT_FIELDS), source)))
+        job_id = f["JobID"].strip()
+        base, dot, step = job_id.partition(".")
+        if dot:
+            owner = jobs.get(base)
+            if owner is not None:
+                owner["steps"].append(_step(step, f, source))
+            continue
+        code, sig = parse_exit(f["ExitCode"], source)
+        derived, _ = parse_exit(f["DerivedExitCode"], source)
+        m = _ARRAY_ID.match(job_id)
+        rec = dict(
+            job_id=job_id, job_id_raw=_int(f["JobIDRaw"].split(".")[0], "JobIDRaw", source) or 0,
+            name=f["JobName"], user=f["User"], account=f["Account"], partition=f["Partition"],
+            qos=f["QOS"], state=_state(f["State"]), reason="" if f["Reason"] in _UNSET else f["Reason"],
+            exit_code=code, exit_signal=sig, derived_exit_code=derived,
+            submit_time=epoch(f["Submit"], "Submit", source), start_time=epoch(f["Start"], "Start", source),
+            end_time=epoch(f["End"], "End", source), elapsed_s=_int(f["ElapsedRaw"], "ElapsedRaw", source) or 0,
+            time_limit=_int(f["TimelimitRaw"], "TimelimitRaw", source),
+            nodes=() if f["NodeList"] in _UNSET or f["NodeList"] == "None assigned"
+            else expand_nodes(f["NodeList"], "NodeList", source),
+            node_count=_int(f["NNodes"], "NNodes", source) or 0,
+            alloc_tres=parse_tres(f["AllocTRES"], source), req_tres=parse_tres(f["ReqTRES"], source),
+            array_job_id=int(m.group(1)) if m else None, array_task_id=int(m.group(2)) if m else None,
+            steps=[],
+        )
+        if job_id not in jobs:
+            order.append(job_id)
+        jobs[job_id] = rec
+    return tuple(JobRecord(**{**jobs[k], "steps": tuple(jobs[k]["steps"])}) for k in order)
+
+
+def _step(step_id: str, f: dict[str, str], source: str) -> StepRecord:
+    code, sig = parse_exit(f["ExitCode"], source)
+    return StepRecord(
+        step_id=step_id, name=f["JobName"], state=_state(f["State"]), exit_code=code, exit_signal=sig,
+        elapsed_s=_int(f["ElapsedRaw"], "ElapsedRaw", source) or 0,
+        total_cpu_s=duration_seconds(f["TotalCPU"], source),
+        tres_in_max=parse_tres(f["TRESUsageInMax"], source), tres_in_ave=parse_tres(f["TRESUsageInAve"], source),
+    )
+
+
+def parse_events(text: str, source: str = "sacctmgr show event") -> tuple[NodeEvent, ...]:
+    """Node events from ``sacctmgr -n -P show event format=`` :data:`EVENT_FIELDS`; cluster
+    events (no node name) are left out. Raises ParseError."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        f = dict(zip(EVENT_FIELDS, _split(line, len(EVENT_FIELDS), source)))
+        node = f["NodeName"].strip()
+        if not node:
+            continue
+        start = epoch(f["TimeStart"], "TimeStart", source)
+        if start is None:
+            raise ParseError(source, f"event of {node} has no start: {line[:80]!r}")
+        user = f["User"].strip()
+        out.append(NodeEvent(node=node, start=start, end=epoch(f["TimeEnd"], "TimeEnd", source),
+                             state=f["State"].strip().upper(), reason=f["Reason"],
+                             user=user.split("(", 1)[0] if user not in _UNSET else ""))
+    return tuple(out)
+
+
+def parse_sprio(text: str, source: str = "sprio") -> tuple[PriorityFactors, ...]:
+    """Priority factors from ``sprio -h -o`` :data:`SPRIO_FORMAT`. Raises ParseError."""
+    out = []
+    n = SPRIO_FORMAT.count("|") + 1
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("Unable to find jobs"):
+            continue  # sprio says so (exit 0) for a job that is not eligible yet
+        f = [p.strip() for p in _split(line, n, source)]
+        job = _int(f[0], "JOBID", source)
+        if job is None:
+            raise ParseError(source, f"no job id: {line[:80]!r}")
+        factors = {k: v for k, raw in zip(_SPRIO_FACTORS, f[4:])
+                   if (v := _float(raw, k, source)) is not None}
+        out.append(PriorityFactors(job_id=job, user=f[1], partition=f[2],
+                                   priority=_float(f[3], "PRIORITY", source) or 0.0, factors=factors))
+    return tuple(out)
+
+
+def parse_sshare(text: str, source: str = "sshare") -> tuple[Share, ...]:
+    """Fair share from ``sshare -n -P -o`` :data:`SSHARE_FIELDS`. Raises ParseError."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        f = dict(zip(SSHARE_FIELDS, _split(line, len(SSHARE_FIELDS), source)))
+        raw_shares = f["RawShares"].strip()
+        out.append(Share(
+            account=f["Account"].strip(), user=f["User"].strip(),
+            raw_shares=None if raw_shares == "parent" else _float(raw_shares, "RawShares", source),
+            norm_shares=_float(f["NormShares"], "NormShares", source),
+            raw_usage=_float(f["RawUsage"], "RawUsage", source),
+            effective_usage=_float(f["EffectvUsage"], "EffectvUsage", source),
+            fairshare=_float(f["FairShare"], "FairShare", source),
+        ))
+    return tuple(out)
+
+
+def _names(value: str) -> tuple[str, ...]:
+    v = value.strip()
+    return () if v in _UNSET else tuple(p for p in v.split(",") if p)
+
+
+def parse_reservations(text: str, source: str = "scontrol show reservation") -> tuple[Reservation, ...]:
+    """Reservations from ``scontrol show reservation`` (run with SLURM_TIME_FORMAT=%s).
+    "No reservations in the system" gives (). Raises ParseError."""
+    out = []
+    for rec in parse_scontrol_kv(text, source):
+        name = rec.get("ReservationName")
+        if not name:
+            raise ParseError(source, "a record has no ReservationName")
+        nodes = rec.get("Nodes", "")
+        out.append(Reservation(
+            name=name, start=epoch(rec.get("StartTime", ""), "StartTime", source),
+            end=epoch(rec.get("EndTime", ""), "EndTime", source),
+            nodes=() if nodes in _UNSET else expand_nodes(nodes, "Nodes", source),
+            flags=frozenset(f.upper() for f in _names(rec.get("Flags", ""))),
+            users=_names(rec.get("Users", "")), accounts=_names(rec.get("Accounts", "")),
+            partition="" if rec.get("PartitionName", "") in _UNSET else rec.get("PartitionName", ""),
+            state=rec.get("State", "").upper(), tres=rec.get("TRES", ""),
+        ))
+    return tuple(out)
