@@ -20,8 +20,13 @@ def _val(v) -> str:
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_val(x) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_val(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{_key(str(k))} = {_val(x)}" for k, x in v.items()) + "}"
     return repr(v)
+
+
+def _key(k: str) -> str:
+    """A TOML key: bare where TOML allows it (A-Z a-z 0-9 _ -), else quoted ("*")."""
+    return k if k and all(c.isascii() and (c.isalnum() or c in "_-") for c in k) else _val(k)
 
 
 def render(plugins=None) -> str:

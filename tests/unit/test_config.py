@@ -78,3 +78,14 @@ def test_example_config_is_current_and_valid():
     assert text == config_example.render(), "regenerate: python -m cockpit.config_example > config.example.toml"
     cfg = parse_config(text, str(path))
     assert cfg.general == Config().general and cfg.ssh == Config().ssh
+
+
+def test_example_renders_keys_toml_needs_quoted():
+    import tomllib
+
+    from cockpit.plugins.api import ConfigKey, Plugin
+
+    plug = Plugin("x", "x", config={"expected": ConfigKey(dict, {"*": 32.0, "gpu-a100": 20.0, "a b": 1}, "per partition")})
+    text = config_example.render([plug])
+    assert tomllib.loads(text)["plugins"]["x"]["expected"] == {"*": 32.0, "gpu-a100": 20.0, "a b": 1}
+    assert '{"*" = 32.0, gpu-a100 = 20.0, "a b" = 1}' in text
