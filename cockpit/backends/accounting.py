@@ -75,8 +75,7 @@ def _window(start: int, end: int | None, now: float) -> tuple[list[str], str]:
 def _human(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
-            v = seconds / size
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+            return f"{seconds / size:.1f} {unit}".replace(".0 ", " ")
     return f"{int(seconds)} s"
 
 

@@ -1,4 +1,4 @@
-"""``cockpit job cancel|signal|requeue|hold|release|timelimit|top|nice|tail|procs``.
+"""``cockpit job cancel|signal|requeue|hold|release|timelimit|top|nice|tail|procs|why|show``.
 
 Every action goes through cockpit.core.actions (read-only, audit, per-target
 results). Without ``--yes`` nothing runs: the exact argv is printed and the
@@ -132,3 +132,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from cockpit.commands._jobnodes import add_parsers
 
     add_parsers(sub)  # tail and procs: read on the job's nodes where needed
+    from cockpit.commands._jobacct import add_parsers as add_accounting_parsers
+
+    add_accounting_parsers(sub)  # why and show: the scheduler's and accounting's view of one job

@@ -1,4 +1,5 @@
-"""``cockpit node drain|resume|down|reboot|undrain NODES... [--reason TEXT | --template KEY]``.
+"""``cockpit node drain|resume|down|reboot|undrain NODES... [--reason TEXT | --template KEY]``,
+and ``cockpit node history NODE`` (events from accounting: cockpit/commands/_nodehist.py).
 
 NODES are hostlists (``node[01-04,07]``), expanded by ClusterShell; each node
 gets its own argv so each gets its own result. drain, down and reboot need a
@@ -55,3 +56,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.set_defaults(func=_node_action)
     r = sub.add_parser("reasons", help="list the reason templates")
     r.set_defaults(func=_reasons)
+    from cockpit.commands._nodehist import add_parser
+
+    add_parser(sub)  # history: events and recent jobs from accounting
