@@ -1,0 +1,313 @@
+"""pyslurm vs the CLI backend on the real test cluster, loaded with thousands of held jobs.
+
+    sudo tests/cluster/up && sudo .venv/bin/python bench/bench_pyslurm.py [--jobs 9000] [--runs 3]
+
+Loads the cluster with N held jobs (one record each: held array tasks stay one
+record in slurmctld, in squeue --json and in pyslurm alike, so they are
+submitted one by one through pyslurm, ~1 ms each), then prints side by side in
+one run, medians of ``--runs`` fresh processes each:
+
+* first load: a fresh backend fetches nodes and jobs (as the poller does, at
+  once); refresh: the same again, nothing changed (what every 5 s costs);
+* peak RSS of the cockpit process and of its largest helper (the pyslurm
+  worker; the parse worker or squeue itself);
+* slurmctld RPCs for start + first load and per refresh (sdiag between the
+  phases; the fewest of the runs, since other clients only add to the counts);
+* each as a ratio to the floor: the controller answering alone,
+  ``squeue --all --json >/dev/null`` and the node listing
+  (``scontrol show node --json``, ``sinfo --json`` on 22.05) run at once;
+* the TUI in a tmux pane: seconds from start to the Pulse view with data;
+* the UI question: the worst gap of a 5 ms asyncio ticker during a refresh and
+  during a fetch from a controller that does not answer, with pyslurm in a
+  thread of the UI process vs in the worker process.
+
+The jobs are removed at the end (scancel --name); slurmctld keeps them another
+MinJobAge (300 s on the test cluster). Child processes do the measuring
+(``--measure``), so that one backend's peak memory never hides the other's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+ENV_SH = Path("/run/cockpit-cluster/env.sh")
+_RPC = re.compile(r"^\s+(REQUEST_\w+|MESSAGE_\w+)\s+\(\s*\d+\)\s+count:(\d+)")
+
+
+# -- child side: one measurement in a fresh process ---------------------------------
+def _bad_conf() -> str:
+    text = Path(os.environ["SLURM_CONF"]).read_text()
+    path = Path(f"/tmp/cockpit-bench-down-{os.getpid()}.conf")
+    path.write_text(re.sub(r"(?m)^SlurmctldPort=.*$", "SlurmctldPort=6899", text))  # loopback, no listener
+    return str(path)
+
+
+async def _backend(mode: str, down: bool = False):
+    from cockpit.backends.slurm_cli import SlurmCliBackend
+    from cockpit.runner import LocalRunner
+
+    cli = SlurmCliBackend(LocalRunner(), timeout=60)
+    if mode == "slurm-cli":
+        return cli, 0.0
+    from cockpit.backends.pyslurm_backend import Probe, PyslurmBackend, probe
+    from cockpit.backends.pyslurm_worker import PyslurmWorker, ThreadWorker
+
+    started = time.perf_counter()
+    env = {"SLURM_CONF": _bad_conf()} if down else {}
+    if mode == "pyslurm-thread":
+        if down:
+            os.environ.update(env)  # pyslurm reads it when it is imported, here
+        worker = ThreadWorker()
+        info = await worker.call("info")
+        found = Probe(True, "bench", info["pyslurm"], info["generation"], "", worker)
+    elif down:
+        worker = PyslurmWorker(env=env)
+        info = await worker.call("info")
+        found = Probe(True, "bench", info["pyslurm"], info["generation"], "", worker)
+    else:
+        found = await probe(cli)
+        assert found.usable, found.why
+    return PyslurmBackend(cli=cli, probed=found), time.perf_counter() - started
+
+
+async def _both(backend) -> tuple[int, int]:
+    nodes, jobs = await asyncio.gather(backend.fetch_nodes(), backend.fetch_jobs())
+    return len(nodes), len(jobs)
+
+
+async def _worst_gap(coro) -> tuple[float, object]:
+    """Run coro while a 5 ms ticker runs on the same loop; the longest the ticker waited beyond 5 ms."""
+    worst, done = 0.0, False
+
+    async def tick():
+        nonlocal worst
+        while not done:
+            t = time.perf_counter()
+            await asyncio.sleep(0.005)
+            worst = max(worst, time.perf_counter() - t - 0.005)
+
+    ticker = asyncio.ensure_future(tick())
+    await asyncio.sleep(0.02)  # the ticker runs before coro starts a thread that may hold the GIL
+    try:
+        result = await coro
+    except Exception as exc:  # noqa: BLE001 - the down case fails by design
+        result = exc
+    done = True
+    await ticker
+    return worst, result
+
+
+async def measure(mode: str) -> dict:
+    out: dict = {"mode": mode}
+    if mode.endswith("-down"):
+        backend, _ = await _backend(mode.removesuffix("-down"), down=True)
+        t = time.perf_counter()
+        out["stall_down_s"], err = await _worst_gap(backend.fetch_jobs())
+        out["down_s"], out["down_error"] = time.perf_counter() - t, str(err)[:120]
+        await backend.close()
+        return out
+    env = dict(os.environ)
+    before = rpcs(env)
+    backend, out["probe_s"] = await _backend(mode)
+    t = time.perf_counter()
+    out["nodes"], out["jobs"] = await _both(backend)
+    out["first_s"] = time.perf_counter() - t
+    loaded = rpcs(env)
+    t = time.perf_counter()
+    out["stall_refresh_s"], _ = await _worst_gap(_both(backend))
+    out["refresh_s"] = time.perf_counter() - t
+    out["rpcs_first"], out["rpcs_refresh"] = rpc_delta(before, loaded), rpc_delta(loaded, rpcs(env))
+    await backend.close()
+    out["rss_self_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # In thread mode the only children are the sdiag calls, whose RSS right after fork is this
+    # process's: no helper to report.
+    out["rss_helper_mb"] = (float("nan") if mode == "pyslurm-thread"
+                            else resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    return out
+
+
+# -- parent side ----------------------------------------------------------------------
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    for line in ENV_SH.read_text().splitlines():
+        m = re.match(r"^export ([A-Z_][A-Z0-9_]*)=(.*)$", line.strip())
+        if m:
+            env[m.group(1)] = m.group(2).strip("'\"")
+    return env
+
+
+def rpcs(env) -> dict[str, int]:
+    text = subprocess.run(["sdiag"], capture_output=True, text=True, env=env, check=True).stdout
+    section = text.split("Remote Procedure Call statistics by message type", 1)[-1].split("by user")[0]
+    return {m.group(1): int(m.group(2)) for line in section.splitlines() if (m := _RPC.match(line))}
+
+
+def rpc_delta(before: dict[str, int], after: dict[str, int]) -> int:
+    """Read RPCs between two sdiag calls (the sdiag call itself and submissions left out)."""
+    skip = ("REQUEST_STATS_INFO", "REQUEST_SUBMIT_BATCH_JOB", "REQUEST_CANCEL_JOB_STEP", "REQUEST_KILL_JOB",
+            "MESSAGE_NODE_REGISTRATION_STATUS", "REQUEST_COMPLETE_BATCH_SCRIPT", "MESSAGE_EPILOG_COMPLETE")
+    return sum(after.get(k, 0) - before.get(k, 0) for k in after if k not in skip)
+
+
+def child(mode: str, env) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--measure", mode], capture_output=True, text=True,
+                          env=env, timeout=900)
+    if proc.returncode != 0:
+        raise SystemExit(f"{mode}: {proc.stderr.strip()[-400:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def floor(env, node_argv: list[str], runs: int) -> dict:
+    def timed(argvs):
+        t = time.perf_counter()
+        procs = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env) for a in argvs]
+        rcs = [p.wait() for p in procs]
+        assert rcs == [0] * len(argvs), (argvs, rcs)
+        return time.perf_counter() - t
+
+    jobs = ["squeue", "--all", "--json"]
+    out = {"jobs_s": statistics.median(timed([jobs]) for _ in range(runs)),
+           "nodes_s": statistics.median(timed([node_argv]) for _ in range(runs)),
+           "both_s": statistics.median(timed([jobs, node_argv]) for _ in range(runs))}
+    out["rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # squeue's own peak
+    return out
+
+
+def tui_first_screen(env, backend: str) -> float:
+    """Seconds from starting ``cockpit`` in a tmux pane to the Pulse view showing data
+    (the header's "age"), polled every 20 ms."""
+    import shutil
+    import tempfile
+
+    cockpit = ROOT / ".venv" / "bin" / "cockpit"
+    if shutil.which("tmux") is None or not cockpit.exists():
+        return float("nan")
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp, "cockpit")
+        cfg.mkdir()
+        (cfg / "config.toml").write_text(f'[general]\nbackend = "{backend}"\n')
+        sock = f"cockpit-bench-{os.getpid()}"
+        tenv = dict(env, XDG_CONFIG_HOME=tmp, XDG_STATE_HOME=tmp, TERM="xterm-256color", LANG="C.UTF-8")
+
+        def tmux(*a):
+            return subprocess.run(["tmux", "-L", sock, *a], capture_output=True, text=True, env=tenv, timeout=20)
+
+        t = time.perf_counter()
+        tmux("new-session", "-d", "-x", "160", "-y", "48", "--", str(cockpit))
+        try:
+            while time.perf_counter() - t < 60:
+                head = (tmux("capture-pane", "-p").stdout.splitlines() or [""])[0]
+                if "Pulse" in head and "age" in head:
+                    return time.perf_counter() - t
+                time.sleep(0.02)
+            return float("nan")
+        finally:
+            tmux("kill-server")
+
+
+def load(env, tag: str, n: int) -> None:
+    code = ("import pyslurm, sys\n"
+            f"for i in range({n}):\n"
+            f"    pyslurm.JobSubmitDescription(name={tag!r}, script='#!/bin/sh\\nsleep 1\\n', priority=0,\n"
+            "        standard_output='/dev/null', working_directory='/tmp', time_limit=1).submit()\n")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=900)
+    print(f"loaded {n} held jobs in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=0,
+                    help="held jobs to submit (default: up to 9000, leaving 500 of MaxJobCount to others)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.measure:
+        print(json.dumps(asyncio.run(measure(args.measure))))
+        return
+    if not ENV_SH.exists():
+        raise SystemExit(f"{ENV_SH} missing: start the test cluster (sudo tests/cluster/up)")
+    env = _env()
+    version = env.get("COCKPIT_TEST_SLURM_VERSION", "")
+    node_argv = ["sinfo", "--json"] if version.startswith("22.") else ["scontrol", "show", "node", "--json"]
+    if not args.jobs:
+        conf = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, env=env).stdout
+        limit = int(re.search(r"MaxJobCount\s*=\s*(\d+)", conf).group(1))
+        have = len(subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i"], capture_output=True, text=True,
+                                  env=env).stdout.split())
+        args.jobs = max(0, min(9000, limit - have - 500))
+    tag = f"cockpit-bench-{uuid.uuid4().hex[:6]}"
+    load(env, tag, args.jobs)
+    try:
+        results = run_all(env, node_argv, args.runs)
+    finally:
+        subprocess.run(["scancel", "--name", tag], env=env, check=False)
+    report(results, version, node_argv, args)
+
+
+def run_all(env, node_argv, runs: int) -> dict:
+    res: dict = {"floor": floor(env, node_argv, runs)}
+    for mode in ("slurm-cli", "pyslurm", "pyslurm-thread"):
+        samples = [child(mode, env) for _ in range(runs)]
+        med = {k: statistics.median(s[k] for s in samples) for k, v in samples[0].items()
+               if isinstance(v, (int, float))}
+        for k in ("rpcs_first", "rpcs_refresh"):  # other clients of slurmctld only add to sdiag's counts
+            med[k] = min(s[k] for s in samples)
+        res[mode] = med
+    for mode in ("pyslurm-down", "pyslurm-thread-down"):
+        res[mode] = child(mode, env)
+    for mode in ("slurm-cli", "pyslurm"):
+        res[mode]["tui_first_s"] = statistics.median(tui_first_screen(env, mode) for _ in range(runs))
+    res["pyslurm-thread"]["tui_first_s"] = float("nan")  # the TUI always uses the worker process
+    return res
+
+
+def report(r: dict, version: str, node_argv: list[str], args) -> None:
+    f = r["floor"]
+    print(f"Slurm {version}, {r['slurm-cli']['jobs']:.0f} jobs and {r['slurm-cli']['nodes']:.0f} nodes in "
+          f"slurmctld ({args.jobs} of them held, submitted for this run); medians of {args.runs} runs")
+    print(f"floor: squeue --all --json {f['jobs_s']:.2f} s, {' '.join(node_argv)} {f['nodes_s']:.2f} s, "
+          f"both at once {f['both_s']:.2f} s; squeue's peak RSS {f['rss_mb']:.0f} MB")
+    cols = ("slurm-cli", "pyslurm", "pyslurm-thread")
+    print(f"{'':34}" + "".join(f"{c:>16}" for c in cols))
+
+    def row(label, key, fmt="{:.2f}", ratio=None):
+        cells = []
+        for c in cols:
+            v = r[c][key]
+            cell = fmt.format(v) if v == v else "-"  # nan: not measured for this column
+            if ratio and v == v:
+                cell += f" ({v / ratio:.2f}x)"
+            cells.append(f"{cell:>16}")
+        print(f"{label:34}" + "".join(cells))
+
+    row("TUI: start to Pulse with data, s", "tui_first_s", ratio=f["both_s"])
+    row("backend chosen (probe), s", "probe_s")
+    row("first load nodes+jobs, s (x floor)", "first_s", ratio=f["both_s"])
+    row("refresh, nothing changed, s", "refresh_s", ratio=f["both_s"])
+    row("peak RSS, cockpit process, MB", "rss_self_mb", "{:.0f}")
+    row("peak RSS, largest helper, MB", "rss_helper_mb", "{:.0f}")
+    row("slurmctld RPCs: start + first load", "rpcs_first", "{:.0f}")
+    row("slurmctld RPCs: refresh", "rpcs_refresh", "{:.0f}")
+    row("UI: worst 5 ms tick during refresh, s", "stall_refresh_s", "{:.3f}")
+    for mode in ("pyslurm-down", "pyslurm-thread-down"):
+        d = r[mode]
+        print(f"controller not answering, {mode.removesuffix('-down')}: the fetch failed after {d['down_s']:.1f} s, "
+              f"worst 5 ms tick {d['stall_down_s']:.3f} s ({d['down_error'][:70]})")
+
+
+if __name__ == "__main__":
+    main()
