@@ -54,7 +54,8 @@ class Probe:
     worker: Any = None  # the worker that answered (handed to the backend)
 
 
-def _installed() -> str:
+def installed_version() -> str:
+    """pyslurm's version from its package metadata, without importing it ("" if absent)."""
     try:
         from importlib.metadata import version
 
@@ -66,11 +67,12 @@ def _installed() -> str:
 async def probe(cli_backend: Any = None, remote: bool = False, worker: Any = None) -> Probe:
     """May pyslurm be used here? Never raises: every failure becomes ``why``.
 
-    ``worker``: where to ask (default: a new worker process; the caller owns it
+    ``cli_backend`` is not asked: the controller's version comes from pyslurm
+    itself, not from the client commands. ``worker``: where to ask (default: a new worker process; the caller owns it
     when the probe says usable, and it is closed here otherwise)."""
     if remote:
         return Probe(False, "pyslurm only works on a host of the cluster, and cockpit reaches this one over SSH")
-    if worker is None and not _installed():
+    if worker is None and not installed_version():
         return Probe(False, "pyslurm is not installed")
     worker = worker if worker is not None else PyslurmWorker()
     result = await _ask(worker)

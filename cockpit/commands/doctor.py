@@ -42,7 +42,7 @@ async def _pyslurm(session) -> dict[str, Any]:
     if found.usable and found.worker is not None:
         await found.worker.close()  # only asked: this session reads through the CLI
     why = found.why if not found.usable else f"usable ({found.why}), but the backend is {backend.name}"
-    return {"version": found.pyslurm or pyslurm_backend._installed() or None, "adapter": found.generation or None,
+    return {"version": found.pyslurm or pyslurm_backend.installed_version() or None, "adapter": found.generation or None,
             "slurm": found.slurm or None, "chosen": False, "why": why}
 
 

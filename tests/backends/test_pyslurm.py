@@ -112,7 +112,7 @@ INFO = {"pyslurm": "22.5.3", "generation": "22.05", "actions": "cancel"}
 
 
 async def test_probe_says_not_installed_here(monkeypatch):
-    monkeypatch.setattr(pb, "_installed", lambda: "")
+    monkeypatch.setattr(pb, "installed_version", lambda: "")
     found = await pb.probe(None, remote=False)
     assert (found.usable, found.why) == (False, "pyslurm is not installed")
 
