@@ -12,7 +12,14 @@ Rules (thresholds are config keys under ``[plugins.nccl]``):
   a mean over every size, dominated by small ones, so it is never judged;
 * measured < ``crit_ratio`` (0.80) x expected is CRIT, < ``warn_ratio`` (0.90) x
   expected is WARN (REFERENCE.md section 1: flag anything below ~80%);
-* with no expected figure and no history the verdict is UNKNOWN.
+* with no expected figure and no history the verdict is UNKNOWN;
+* a single-rank run moves no data between GPUs (busbw is 0 by definition):
+  UNKNOWN, nothing to judge, never a CRIT at 0%;
+* an output without its "Avg bus bandwidth" line did not run to its end (or
+  was cut): its rows are judged, but it never reads OK;
+* a log that does not name its collective is judged as printed (busbw is
+  already the collective's own figure) and says so; a rank count is inferred
+  from it only where busbw/algbw itself exceeds 1, which only all_reduce's does.
 """
 
 from __future__ import annotations
@@ -41,7 +48,9 @@ def infer_nranks(run: NcclRun) -> int | None:
     """Rank count from busbw/algbw when the output lacks device lines (all_reduce only).
 
     For all_reduce, busbw/algbw = 2(n-1)/n, so n = 2 / (2 - ratio). Only the large
-    rows are used: small ones are rounded to 0.00 in the text.
+    rows are used: small ones are rounded to 0.00 in the text. A log that does not
+    name its collective is taken for all_reduce only when the ratio itself shows
+    it: no other collective's factor exceeds 1.
     """
     if run.nranks:
         return run.nranks
@@ -56,6 +65,8 @@ def infer_nranks(run: NcclRun) -> int | None:
     ratio = sum(ratios) / len(ratios)
     if not 1.0 <= ratio < 2.0 or run.rows[0].redop == "none":
         return None
+    if run.collective is None and ratio < 1.01:
+        return None  # factor 1: broadcast, reduce, sendrecv ... or a 2-rank all_reduce; not told apart
     return max(2, round(2.0 / (2.0 - ratio)))
 
 
@@ -138,6 +149,10 @@ def judge(run: NcclRun, expected: float | None, th: Thresholds = Thresholds(),
     if not run.rows:
         return Verdict(Severity.UNKNOWN, "no data rows: the test did not run to the end", None,
                        None, expected, False, ())
+    if run.nranks == 1:
+        f = Finding(Severity.UNKNOWN, "a single-rank run moves no data between GPUs: nothing to judge", rule="single-rank",
+                    fix="run one rank per GPU (-g N, or N MPI ranks)")
+        return Verdict(Severity.UNKNOWN, f.title, None, None, expected, False, (f,))
     busbw, size = _measured(run, th)
     findings = _correctness(run)
     if expected:
@@ -155,4 +170,12 @@ def judge(run: NcclRun, expected: float | None, th: Thresholds = Thresholds(),
     else:
         sev = worst(judged)
         text = next((f.title for f in judged if f.severity == sev), judged[0].title)
+    if run.collective is None:
+        text += " (the log does not name its collective)"
+    if not run.summary:
+        cut = Finding(Severity.UNKNOWN, "the output has no 'Avg bus bandwidth' line: it ends before the test did "
+                      "(cut, or killed); judged on the rows present", rule="incomplete")
+        findings.append(cut)
+        if sev == Severity.OK:
+            sev, text = Severity.UNKNOWN, f"{text}; {cut.title}"
     return Verdict(sev, text, busbw, size, expected, False, tuple(findings))

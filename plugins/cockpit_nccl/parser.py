@@ -10,6 +10,12 @@ OpenMPI ``--tag-output`` gives ``[1,0]<stdout>:``), optional per-side columns
 A broken MPI launch (a non-MPI binary started N times) prints N headers, each
 with "Rank 0": that is reported in ``launch_problems`` and is never judged as
 bandwidth.
+
+The oldest builds (~2018-2020, nccl-tests#7 and #37) print the header, the
+parameter line and the summary lines without a leading ``#`` and the table
+without a ``redop``/``root`` column: those lines are read as their ``#`` forms.
+A log that does not name its collective keeps ``collective`` None: nothing
+downstream assumes all_reduce for it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,12 @@ _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<v>[-+0-9.eE]+|nan)\s*(?P<s>OK|FAILED)?")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)")
 _FAILURE = re.compile(r"(Test (?:NCCL|CUDA) failure|NCCL failure|CUDA failure|Test failure)")
+# The test program on a pasted launch line ("mpirun ... ./all_reduce_perf -b 8"): names the collective.
+_PROGRAM = re.compile(r"\b(all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)"
+                      r"_perf(?:_mpi)?\b")
+# Header and summary lines that the oldest builds print without the leading "#".
+_BARE_COMMENT = re.compile(r"^\s*(?:nThread\s|Out of bounds values\s*:|Avg bus bandwidth\s*:|size\s+count\s|\(B\)\s|"
+                           r"out-of-place\s|Using devices|Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s)")
 _LEAD = ("size", "count", "type", "redop", "root")
 _SIDE_START = ("time", "cputime")
 # Positional fallbacks when an excerpt lacks the header.
@@ -99,6 +111,7 @@ class NcclRun:
     launch_problems: tuple[str, ...] = ()
     failures: tuple[str, ...] = ()  # "Test NCCL failure ..." lines
     engine: str = "nccl-tests"
+    summary: bool = True  # the "Avg bus bandwidth" line was printed: the output ran to its end
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -221,6 +234,8 @@ class _State:
         self.oob: int | None = None
         self.failures: list[str] = []
         self.engine = "nccl-tests"
+        self.program: str | None = None  # the collective a launch line names
+        self.summary = False
 
 
 def _comment(st: _State, task: str | None, body: str) -> None:
@@ -240,6 +255,7 @@ def _comment(st: _State, task: str | None, body: str) -> None:
     elif m := _AVG.match(body):
         st.avg = None if m["v"] == "nan" else float(m["v"])
         st.avg_status = m["s"]
+        st.summary = True
     elif m := _OOB.match(body):
         st.oob = int(m["n"])
     elif "torch.distributed" in body and "engine" in body:
@@ -298,8 +314,13 @@ def parse(text: str, source: str = "nccl-tests output") -> NcclRun:
     st = _State()
     for lineno, raw in enumerate(text.splitlines(), 1):
         task, body = strip_prefix(raw.rstrip("\r\n"))
+        prog = _PROGRAM.search(body) if st.program is None else None
+        if prog:
+            st.program = prog.group(1)
         if body.lstrip().startswith("#"):
             _comment(st, task, body.strip())
+        elif _BARE_COMMENT.match(body):
+            _comment(st, task, "# " + body.strip())
         else:
             _data(st, lineno, body, source)
     if not (st.rows or st.devices or st.header_tasks or st.layout):
@@ -311,9 +332,9 @@ def parse(text: str, source: str = "nccl-tests output") -> NcclRun:
     if st.rows and not legacy:
         check = any(w is not None for w in wrong_seen)
     return NcclRun(
-        collective=st.collective, version=st.version, params=st.params,
+        collective=st.collective or st.program, version=st.version, params=st.params,
         rows=tuple(st.rows), devices=tuple(st.devices), avg_busbw=st.avg,
         avg_status=st.avg_status, out_of_bounds=st.oob, legacy=legacy,
         check_enabled=check, launch_problems=tuple(_launch_problems(st)),
-        failures=tuple(st.failures), engine=st.engine,
+        failures=tuple(st.failures), engine=st.engine, summary=st.summary,
     )

@@ -200,8 +200,11 @@ def result_of(judged: Sequence[Judged], mode: str, engine: str,
     else:
         bad = [j for j in judged if j.verdict.severity != Severity.OK]
         summary = f"{mode}: {len(judged) - len(bad)} of {len(judged)} runs OK"
-    data: dict[str, Any] = {"mode": mode, "engine": engine, "time": int(time.time()),
-                            "runs": [j.to_dict() for j in judged]}
+    runs = [j.to_dict() for j in judged]
+    for j, d in zip(judged, runs):
+        if j.run is not None and j.run.collective is None:
+            d["collective"] = None  # the log did not name it: not assumed to be all_reduce
+    data: dict[str, Any] = {"mode": mode, "engine": engine, "time": int(time.time()), "runs": runs}
     if suspicion is not None:
         data["suspect"] = {"nodes": list(suspicion.culprits), "ambiguous": suspicion.ambiguous,
                            "evidence": list(suspicion.evidence), "reference_gbps": suspicion.reference,
