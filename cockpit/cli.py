@@ -17,9 +17,18 @@ from cockpit import __version__
 from cockpit.errors import EXIT_USAGE, CockpitError
 
 
+def one_line(text: str) -> str:
+    """``text`` with every non-printable character escaped (\\n, \\x1b ...): messages echo
+    argv and cluster strings, and a newline or a terminal escape sequence in them must
+    neither split the one-line error nor reach the terminal raw."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, like every usage error
-        self.exit(EXIT_USAGE, f"cockpit: error: {message}\n")
+        self.exit(EXIT_USAGE, f"cockpit: error: {one_line(message)}\n")
 
 
 _GLOBAL_OPTIONS: tuple[tuple[str, dict], ...] = (
@@ -87,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_tui(args)
         return asyncio.run(_run(args))
     except CockpitError as exc:
-        print(f"cockpit: {exc}", file=sys.stderr)
+        print(f"cockpit: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("cockpit: interrupted", file=sys.stderr)
@@ -97,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line, the traceback on request
         if os.environ.get("COCKPIT_DEBUG"):
             raise
-        print(f"cockpit: internal error: {type(exc).__name__}: {exc} (set COCKPIT_DEBUG=1 for the traceback)",
+        print(f"cockpit: internal error: {type(exc).__name__}: {one_line(str(exc))} (set COCKPIT_DEBUG=1 for the traceback)",
               file=sys.stderr)
         return 70
 
