@@ -128,14 +128,32 @@ def planned_count(count: int, gpus_per_node: int) -> list[NodeAlloc]:
     return [NodeAlloc(f"({i + 1})", tuple(range(gpus_per_node)), True) for i in range(count)]
 
 
-def parse_topo_m(text: str) -> dict[int, int]:
-    """NVLink domains from ``nvidia-smi topo -m``: GPU index -> domain id.
+# Cells of `nvidia-smi topo -p2p` (peer access status), which is not a link matrix.
+_P2P_CELLS = {"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"}
 
-    GPUs joined by any ``NV#`` entry share a domain (union-find over the matrix).
-    Tabs and ANSI underline escapes (TTY captures) are accepted. Raises
-    ParseError when no GPU matrix is found.
-    """
+
+@dataclass(frozen=True)
+class TopoMatrix:
+    """What a ``topo -m`` says: NVLink domains and how much of the node it covers."""
+
+    domains: Mapping[int, int]  # GPU index -> domain id, for every GPU the matrix names
+    gpus: tuple[int, ...]  # GPU columns of the header
+    rows: tuple[int, ...]  # GPUs that have a row (an excerpt may cut rows)
+    nvlink: bool  # any NV# cell at all (False: a PCIe-only box)
+    links: tuple[str, ...] = ()  # the NV# kinds seen, e.g. ("NV12",)
+
+
+def read_topo_m(text: str) -> TopoMatrix:
+    """NVLink domains from ``nvidia-smi topo -m``: GPUs joined by any ``NV#`` entry
+    share a domain (union-find over the matrix, rows and columns, so an excerpt
+    whose first row names every peer still covers them all). Tabs and ANSI
+    underline escapes (TTY captures) are accepted.
+
+    Raises ParseError when no GPU matrix is found, or for ``topo -p2p`` output
+    (peer-access status, not links)."""
     lines = [_ANSI.sub("", ln).replace("\t", " ") for ln in text.splitlines()]
+    if any("Chipset not supported" in ln for ln in lines):
+        raise ParseError("nvidia-smi topo -m", "this is `nvidia-smi topo -p2p` output (peer access status), not the link matrix")
     header = None
     rows: dict[int, list[str]] = {}
     for ln in lines:
@@ -151,7 +169,11 @@ def parse_topo_m(text: str) -> dict[int, int]:
             break  # the legend or the next capture starts
     if header is None or not rows:
         raise ParseError("nvidia-smi topo -m", "no GPU matrix found")
-    parent = {g: g for g in rows}
+    cols = [int(h[3:]) for h in header]
+    values = {c for cells in rows.values() for c in cells} - {"X"}
+    if values and values <= _P2P_CELLS:
+        raise ParseError("nvidia-smi topo -m", "this is `nvidia-smi topo -p2p` output (peer access status), not the link matrix")
+    parent = {g: g for g in set(cols) | set(rows)}
 
     def find(g: int) -> int:
         while parent[g] != g:
@@ -159,13 +181,20 @@ def parse_topo_m(text: str) -> dict[int, int]:
             g = parent[g]
         return g
 
-    cols = [int(h[3:]) for h in header]
+    links = []
     for g, cells in rows.items():
         for col, cell in zip(cols, cells):
-            if re.fullmatch(r"NV\d+", cell) and col in parent:
+            if re.fullmatch(r"NV\d+", cell):
+                links.append(cell)
                 parent[find(g)] = find(col)
-    roots = sorted({find(g) for g in rows})
-    return {g: roots.index(find(g)) for g in sorted(rows)}
+    roots = sorted({find(g) for g in parent})
+    domains = {g: roots.index(find(g)) for g in sorted(parent)}
+    return TopoMatrix(domains, tuple(cols), tuple(sorted(rows)), bool(links), tuple(sorted(set(links))))
+
+
+def parse_topo_m(text: str) -> dict[int, int]:
+    """GPU index -> NVLink domain id from ``nvidia-smi topo -m`` (see read_topo_m). Raises ParseError."""
+    return dict(read_topo_m(text).domains)
 
 
 def gpu_count(nodes: Iterable[NodeAlloc]) -> int:

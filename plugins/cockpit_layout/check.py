@@ -18,10 +18,11 @@ from cockpit.plugins.api import expand
 from cockpit.plugins.api import Topology
 from cockpit.plugins.api import CheckContext, CheckResult, Severity, worst
 
-from .alloc import NodeAlloc, fabric_from_topology, from_job, parse_topo_m, planned_count, planned_nodes, with_virtual_leaf
+from .alloc import NodeAlloc, fabric_from_topology, from_job, planned_count, planned_nodes, read_topo_m, with_virtual_leaf
+from .coverage import DomainSource, coverage_findings, ignored_findings
 from .layout import layout_to_dict
 from .rules import Plan, Report, analyze
-from .spec import LayoutSpec, merge, parse_deepspeed_config, parse_megatron_args, parse_params
+from .spec import LayoutSpec, merge, parse_deepspeed_config, parse_megatron_args, parse_megatron_script, parse_params
 
 
 def _pos(text: str) -> int:
@@ -49,6 +50,8 @@ class LayoutCheck:
             par.add_argument(f"--{axis}", type=_pos, help=f"{axis.upper()} size")
         par.add_argument("--deepspeed", metavar="CFG.JSON", help="DeepSpeed JSON config")
         par.add_argument("--megatron-args", metavar="ARGS", help="Megatron-LM argument line (quoted)")
+        par.add_argument("--megatron-script", metavar="FILE",
+                         help="a Megatron launch script (shell variables, arrays and comments are read)")
         par.add_argument("--order", help="rank order, fastest first (default tp-cp-ep-dp-pp)")
         par.add_argument("--distribution", default="block", help="srun task distribution: block|cyclic")
         par.add_argument("--switches", type=_pos, help="the --switches the job asks for")
@@ -69,10 +72,10 @@ class LayoutCheck:
         spec, deepspeed = read_spec(args)
         nodes, partition, pending = await read_allocation(ctx, args)
         topo = await _topology(ctx)
-        plan = build_plan(ctx.config, args, spec, deepspeed, nodes, topo)
+        plan, source = build_plan(ctx.config, args, spec, deepspeed, nodes, topo)
         plan = await _with_usable(ctx, plan, partition)
         report = analyze(plan)
-        return to_result(report, plan, pending)
+        return to_result(report, plan, pending, source)
 
 
 def read_spec(args: argparse.Namespace) -> tuple[LayoutSpec, bool]:
@@ -86,6 +89,12 @@ def read_spec(args: argparse.Namespace) -> tuple[LayoutSpec, bool]:
     parts = [("flags", flags)]
     if args.megatron_args:
         parts.append(("--megatron-args", parse_megatron_args(args.megatron_args)))
+    if getattr(args, "megatron_script", None):
+        try:
+            text = Path(args.megatron_script).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(f"cannot read --megatron-script {args.megatron_script}: {exc.strerror}") from None
+        parts.append((args.megatron_script, parse_megatron_script(text, args.megatron_script)))
     if args.deepspeed:
         parts.append((args.deepspeed, parse_deepspeed_config(_read_json(args.deepspeed), args.deepspeed)))
     return merge(*parts), bool(args.deepspeed)
@@ -144,20 +153,31 @@ async def _topology(ctx: CheckContext) -> Topology:
         return Topology()  # the rules that need switches then stay silent
 
 
-def build_plan(config: Mapping[str, Any], args, spec: LayoutSpec, deepspeed: bool, nodes, topo: Topology) -> Plan:
-    """Combine inputs and this plugin's config into a Plan. Raises UsageError/ParseError."""
-    domains = None
+def build_plan(config: Mapping[str, Any], args, spec: LayoutSpec, deepspeed: bool, nodes,
+               topo: Topology) -> tuple[Plan, DomainSource]:
+    """Combine inputs and this plugin's config into a Plan, and say where its NVLink
+    domains came from. Raises UsageError/ParseError."""
+    matrix = None
     if args.topo_m:
         try:
-            domains = parse_topo_m(Path(args.topo_m).read_text(encoding="utf-8", errors="replace"))
+            matrix = read_topo_m(Path(args.topo_m).read_text(encoding="utf-8", errors="replace"))
         except OSError as exc:
             raise UsageError(f"cannot read --topo-m {args.topo_m}: {exc.strerror}") from None
     size = args.nvlink_domain_size or config.get("nvlink_domain_size") or None
-    fabric = fabric_from_topology(topo, domains, size, bool(config.get("nvlink_spans_block", False)))
+    spans = bool(config.get("nvlink_spans_block", False))
+    fabric = fabric_from_topology(topo, matrix.domains if matrix else None, size, spans)
+    if fabric.nvlink_spans_block:
+        source = DomainSource("block")
+    elif matrix is not None:
+        source = DomainSource("topo -m", matrix)
+    elif size:
+        source = DomainSource("config", size=int(size))
+    else:
+        source = DomainSource("assumed")
     if nodes and nodes[0].placeholder and args.switches == 1:
         fabric = with_virtual_leaf(fabric, nodes)
     mem = args.gpu_memory_gib or float(config.get("gpu_memory_gib", 80.0))
-    return Plan(tuple(nodes), spec, fabric, args.distribution, deepspeed, args.switches, args.segment, mem)
+    return Plan(tuple(nodes), spec, fabric, args.distribution, deepspeed, args.switches, args.segment, mem), source
 
 
 async def _with_usable(ctx: CheckContext, plan: Plan, partition: str | None) -> Plan:
@@ -174,13 +194,20 @@ async def _with_usable(ctx: CheckContext, plan: Plan, partition: str | None) -> 
     return replace(plan, usable=usable)
 
 
-def to_result(report: Report, plan: Plan, pending: bool) -> CheckResult:
-    sev = worst(report.findings)
+def to_result(report: Report, plan: Plan, pending: bool, source: DomainSource | None = None) -> CheckResult:
+    """The CheckResult: the rules' findings, then where the NVLink domains came from
+    (with a WARN when a topo -m covers less than the plan) and the inputs not used."""
+    per_node = max((len(n.gpus) for n in plan.nodes), default=0)
+    stated = coverage_findings(source, per_node) if source is not None else []
+    findings = list(report.findings) + stated + ignored_findings(plan.spec.ignored)
+    sev = worst(findings)
     s = report.sizes
     head = f"{s.label()} on {s.world} GPUs" if s else f"{sum(len(n.gpus) for n in plan.nodes)} GPUs"
-    crit = sum(1 for f in report.findings if f.severity == Severity.CRIT)
-    warn = sum(1 for f in report.findings if f.severity == Severity.WARN)
-    summary = f"{head}: " + (f"{crit} CRIT, {warn} WARN" if report.findings else "layout OK")
+    crit = sum(1 for f in findings if f.severity == Severity.CRIT)
+    warn = sum(1 for f in findings if f.severity == Severity.WARN)
+    summary = f"{head}: " + (f"{crit} CRIT, {warn} WARN" if crit or warn else "layout OK")
+    if stated:
+        summary += f"; {stated[0].title}"
     data: dict[str, Any] = {
         "layout": layout_to_dict(report.layout) if report.layout else None,
         "preview": None,
@@ -191,7 +218,9 @@ def to_result(report: Report, plan: Plan, pending: bool) -> CheckResult:
         },
         "nodes": [{"name": n.name, "gpus": list(n.gpus), "leaf": plan.fabric.leaf.get(n.name)} for n in plan.nodes],
         "planned": pending,
+        "nvlink_domains": source.to_dict(per_node) if source is not None else None,
+        "ignored": list(plan.spec.ignored),
     }
     if report.preview is not None:
         data["preview"] = {**layout_to_dict(report.preview), "changes": list(report.preview_changes)}
-    return CheckResult("layout", sev, summary, tuple(report.findings), data)
+    return CheckResult("layout", sev, summary, tuple(findings), data)

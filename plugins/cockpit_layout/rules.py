@@ -69,7 +69,7 @@ def analyze(plan: Plan) -> Report:
     layout = build_layout(plan.nodes, sizes, order, plan.distribution, plan.fabric)
     report.layout = layout
     findings += placement_rules(layout, plan, spec, report)
-    report.memory = estimate(spec, sizes.tp, sizes.pp, sizes.dp, sizes.cp, sizes.ep)
+    report.memory = estimate(spec, sizes.tp, sizes.pp, sizes.dp, sizes.cp, sizes.ep, sizes.etp)
     findings += memory_rule(report.memory, spec, sizes, plan, domain)
     if report.preview is None and any(f.severity == CRIT for f in findings):
         attach_split_preview(report, plan, spec, world, domain, order)

@@ -1,14 +1,14 @@
 """What the job asks for: parallel sizes, rank order, batch numbers, model facts.
 
-Pure parsing, no I/O: Megatron argument lines (shlex), DeepSpeed config dicts,
-and the merge of explicit flags with both. Every bad value raises UsageError
-naming it.
+Pure parsing, no I/O: DeepSpeed config dicts (here), Megatron argument lines
+and launch scripts (:mod:`cockpit_layout.megatron`), and the merge of explicit
+flags with both. Every bad value raises UsageError naming it; what a source
+says that the check does not use is kept in ``LayoutSpec.ignored``.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -48,66 +48,21 @@ class LayoutSpec:
     distributed_optimizer: bool = False
     recompute: bool = False
     pipeline_engine: bool = False  # DeepSpeed pipeline section present
-
-
-# Megatron flag -> (field, converter). Converters raise ValueError on junk.
-_MEGATRON_VALUES: dict[str, tuple[str, Any]] = {
-    "--tensor-model-parallel-size": ("tp", int),
-    "--pipeline-model-parallel-size": ("pp", int),
-    "--context-parallel-size": ("cp", int),
-    "--expert-model-parallel-size": ("ep", int),
-    "--expert-tensor-parallel-size": ("etp", int),
-    "--num-layers": ("layers", int),
-    "--num-attention-heads": ("heads", int),
-    "--num-query-groups": ("query_groups", int),
-    "--hidden-size": ("hidden", int),
-    "--ffn-hidden-size": ("ffn_hidden", int),
-    "--num-experts": ("experts", int),
-    "--seq-length": ("seq_length", int),
-    "--micro-batch-size": ("micro_batch", int),
-    "--global-batch-size": ("global_batch", int),
-    "--vocab-size": ("vocab", int),
-}
-_MEGATRON_SWITCHES = {
-    "--use-tp-pp-dp-mapping": ("order", TP_PP_DP_ORDER),
-    "--swiglu": ("swiglu", True),
-    "--use-distributed-optimizer": ("distributed_optimizer", True),
-    "--recompute-activations": ("recompute", True),
-}
-
-
-def parse_megatron_args(line: str) -> LayoutSpec:
-    """Read the layout-relevant flags of a Megatron-LM argument line.
-
-    Accepts ``--flag value`` and ``--flag=value``; unknown flags are ignored
-    (a real line has dozens). Raises UsageError on a bad number or quoting.
-    """
-    try:
-        tokens = shlex.split(line)
-    except ValueError as exc:
-        raise UsageError(f"cannot split --megatron-args {line!r}: {exc}") from None
-    values: dict[str, Any] = {}
-    i = 0
-    while i < len(tokens):
-        flag, eq, inline = tokens[i].partition("=")
-        if flag in _MEGATRON_VALUES:
-            name, conv = _MEGATRON_VALUES[flag]
-            if eq:
-                raw = inline
-            elif i + 1 < len(tokens):
-                raw = tokens[i + 1]
-                i += 1
-            else:
-                raise UsageError(f"{flag} in --megatron-args has no value")
-            values[name] = _positive(conv, raw, flag)
-        elif flag in _MEGATRON_SWITCHES:
-            name, val = _MEGATRON_SWITCHES[flag]
-            values[name] = val
-        elif flag == "--recompute-granularity" and i + 1 < len(tokens):
-            values["recompute"] = True
-            i += 1
-        i += 1
-    return LayoutSpec(**values)
+    # MoE and attention shapes the memory estimate needs (Megatron names)
+    moe_ffn_hidden: int | None = None  # --moe-ffn-hidden-size: one expert's FFN width
+    moe_layer_freq: str | None = None  # --moe-layer-freq: 1 (every layer), N, or a list such as [0]*3+[1]*58
+    shared_expert_hidden: int | None = None  # --moe-shared-expert-intermediate-size
+    kv_channels: int | None = None  # --kv-channels (head dim)
+    mla: bool = False  # --multi-latent-attention
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_head_dim: int | None = None
+    qk_pos_dim: int | None = None
+    v_head_dim: int | None = None
+    untied_embeddings: bool = False  # --untie-embeddings-and-output-weights: input and output tables both count
+    sequence_parallel: bool = False  # Megatron --sequence-parallel: activations split over TP (the estimate assumes it)
+    # what the sources said that the check did not use: "<source>: <key> (why)"; merged by concatenation
+    ignored: tuple[str, ...] = ()
 
 
 def _positive(conv: Any, raw: Any, what: str) -> Any:
@@ -120,10 +75,31 @@ def _positive(conv: Any, raw: Any, what: str) -> Any:
     return value
 
 
-def parse_deepspeed_config(cfg: Mapping[str, Any], source: str = "DeepSpeed config") -> LayoutSpec:
-    """Read batch numbers, ZeRO stage and the pipeline section of a DeepSpeed config.
+_DS_READ = {
+    "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "zero_optimization.stage",
+    "pipeline.stages", "tensor_parallel.autotp_size", "tensor_parallel.tp_size", "expert_parallel.autoep_size",
+    "expert_parallel.enabled", "sequence_parallel_size",
+}
 
-    ``"auto"`` values (HF Accelerate/Trainer style) count as not given.
+
+def _leaves(cfg: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out = []
+    for k, v in cfg.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out += _leaves(v, key + ".")
+        else:
+            out.append((key, v))
+    return out
+
+
+def parse_deepspeed_config(cfg: Mapping[str, Any], source: str = "DeepSpeed config") -> LayoutSpec:
+    """Read batch numbers, ZeRO stage, the pipeline section and the parallel sizes
+    (``tensor_parallel.autotp_size``/``tp_size``, ``expert_parallel.autoep_size``,
+    ``sequence_parallel_size``) of a DeepSpeed config.
+
+    ``"auto"`` values (HF Accelerate/Trainer style) count as not given and are
+    listed as ignored, as is every key the check does not read.
     Raises UsageError naming the key when a value is not a positive integer.
     """
     if not isinstance(cfg, Mapping):
@@ -136,16 +112,24 @@ def parse_deepspeed_config(cfg: Mapping[str, Any], source: str = "DeepSpeed conf
             raise UsageError(f"{source}: {key} = {value!r} is not a valid count")
         return value
 
-    zero = cfg.get("zero_optimization") or {}
-    if not isinstance(zero, Mapping):
-        raise UsageError(f"{source}: zero_optimization must be an object")
+    def sub(key: str) -> Mapping[str, Any]:
+        v = cfg.get(key) or {}
+        if not isinstance(v, Mapping):
+            raise UsageError(f"{source}: {key} must be an object")
+        return v
+
+    zero, tpc, epc = sub("zero_optimization"), sub("tensor_parallel"), sub("expert_parallel")
     pipe = cfg.get("pipeline")
-    stages = None
-    if isinstance(pipe, Mapping):
-        stages = num("pipeline.stages", pipe.get("stages"))
+    stages = num("pipeline.stages", pipe.get("stages")) if isinstance(pipe, Mapping) else None
     zero_stage = num("zero_optimization.stage", zero.get("stage"), allow_zero=True)
     if zero_stage is not None and zero_stage > 3:
         raise UsageError(f"{source}: zero_optimization.stage = {zero_stage} (0-3 exist)")
+    # autotp_size 0 disables AutoTP (DeepSpeed config-json.md); tp_size is the inference config's name
+    tp = num("tensor_parallel.autotp_size", tpc.get("autotp_size"), allow_zero=True) or \
+        num("tensor_parallel.tp_size", tpc.get("tp_size"))
+    ep = num("expert_parallel.autoep_size", epc.get("autoep_size")) if epc.get("enabled", True) is not False else None
+    ignored = [f"{source}: {k} = auto (set by the launcher, not checked)" for k, v in _leaves(cfg) if v == "auto"]
+    ignored += [f"{source}: {k}" for k, v in _leaves(cfg) if k not in _DS_READ and v != "auto"]
     return LayoutSpec(
         global_batch=num("train_batch_size", cfg.get("train_batch_size")),
         micro_batch=num("train_micro_batch_size_per_gpu", cfg.get("train_micro_batch_size_per_gpu")),
@@ -153,6 +137,10 @@ def parse_deepspeed_config(cfg: Mapping[str, Any], source: str = "DeepSpeed conf
         zero_stage=zero_stage,
         pp=stages,
         pipeline_engine=isinstance(pipe, Mapping),
+        tp=tp or None,
+        ep=ep,
+        cp=num("sequence_parallel_size", cfg.get("sequence_parallel_size")),
+        ignored=tuple(ignored),
     )
 
 
@@ -164,8 +152,12 @@ def merge(*specs: tuple[str, LayoutSpec]) -> LayoutSpec:
     """
     out: dict[str, Any] = {}
     origin: dict[str, str] = {}
+    ignored: list[str] = []
     for source, spec in specs:
+        ignored += spec.ignored
         for f in fields(LayoutSpec):
+            if f.name == "ignored":
+                continue
             value = getattr(spec, f.name)
             if value is None or value is False:
                 continue
@@ -176,7 +168,7 @@ def merge(*specs: tuple[str, LayoutSpec]) -> LayoutSpec:
                 )
             out[f.name] = value
             origin[f.name] = source
-    return LayoutSpec(**out)
+    return LayoutSpec(**out, ignored=tuple(ignored))
 
 
 def normalise_order(order: str | None) -> tuple[str, ...]:
@@ -215,3 +207,6 @@ def with_defaults(spec: LayoutSpec) -> LayoutSpec:
         ep=spec.ep or 1,
         order=spec.order or DEFAULT_ORDER,
     )
+
+
+from .megatron import parse_megatron_args, parse_megatron_script  # noqa: E402  (re-exported: the check's inputs)

@@ -163,7 +163,10 @@ async def test_check_on_a_running_job_with_megatron_args():
     res = await plugin.checks[0].run(ctx, args)
     assert res.severity == Severity.WARN and res.exit_code == 1
     d = res.to_dict()
-    assert {f["rule"] for f in d["findings"]} == {"pp-neighbours-leaf", "one-switch"}
+    assert {f["rule"] for f in d["findings"]} == {"pp-neighbours-leaf", "one-switch", "nvlink-domains"}
+    # no topo -m and no nvlink_domain_size: the verdict says the domains were assumed
+    assert d["data"]["nvlink_domains"] == {"source": "assumed", "gpus_per_node": 8}
+    assert d["summary"].endswith("NVLink domains assumed: one per node of 8 GPUs (no --topo-m, no nvlink_domain_size)")
     assert d["data"]["layout"]["ranks"][8] == {"rank": 8, "node": "node03", "gpu": 0, "tp": 0, "cp": 0, "dp": 0, "pp": 1, "ep": 0}
     assert d["data"]["preview"]["nodes"][0]["name"] == "node01"
     assert d["data"]["topology"]["leaves"] == {"leaf1": "spine", "leaf2": "spine"}
@@ -179,7 +182,7 @@ async def test_check_planned_count_and_deepspeed_file(tmp_path):
                                                  "--pp", "2", "--deepspeed", str(cfg), "--switches", "1"]))
     rules = {f.rule for f in res.findings}
     assert res.severity == Severity.CRIT
-    assert rules == {"deepspeed-batch", "zero-with-pp"}  # --switches 1: no one-switch warning
+    assert rules == {"deepspeed-batch", "zero-with-pp", "nvlink-domains"}  # --switches 1: no one-switch warning
 
 
 async def test_check_bad_inputs_raise_usage_errors(tmp_path):
