@@ -166,6 +166,30 @@ class SlurmCliBackend:
                 return value if isinstance(value, str) else ""
         return ""
 
+    async def job_output_paths(self, job_id: int | str) -> dict[str, tuple[str, ...]]:
+        """What ``scontrol show job -o ID`` says of a job's output: every value after
+        `` StdOut=``, `` StdErr=``, `` StdIn=`` and `` WorkDir=`` in the job's one line.
+        Squeue's JSON on Slurm 22.05 says "" or "/dev/null" for a job submitted without
+        ``-o``; scontrol names the file. A job name, comment or mail user may hold
+        ``StdOut=...`` text too, so every occurrence comes back, for the caller to
+        believe only what it can check (cockpit.core.joblog.trusted_output). {} for a
+        job Slurm forgot. Raises CommandFailed for scontrol's other errors."""
+        import re
+
+        if self.runner is None:
+            raise BackendError(f"{self.name} cannot ask Slurm about job {job_id}")
+        argv = [self._prog("scontrol"), "show", "job", "-o", str(job_id)]
+        res = await self.runner.run(argv, timeout=self.timeout)
+        if not res.ok:
+            if "Invalid job id" in res.err_text():
+                return {}
+            raise CommandFailed(argv, res.returncode, res.err_text())
+        line = next((ln for ln in res.text().splitlines() if ln.startswith(f"JobId={job_id} ")), "")
+        out: dict[str, tuple[str, ...]] = {}
+        for key in ("StdOut", "StdErr", "StdIn", "WorkDir"):
+            out[key] = tuple(re.findall(rf"(?:^| ){key}=(\S*)", line))
+        return out
+
     # -- optional capabilities: accounting (slurmdbd) and the scheduler's views ------
     accounting_why = ""  # why accounting() gave None, in one line
 

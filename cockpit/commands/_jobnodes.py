@@ -45,8 +45,9 @@ def _node_settings(session: Any, args: argparse.Namespace) -> Any:
 
 async def job_tail(args: argparse.Namespace, session: Any) -> int:
     """Print the last lines (and follow). Raises JobLogError (exit 1) with the
-    file and where it was read; UsageError for a negative count."""
-    from cockpit.core.joblog import find_job, open_job_output
+    file and where it was read ("pending: no output yet" for a pending job);
+    UsageError for a negative count."""
+    from cockpit.core.joblog import find_job, open_job_output, resolve_path
     from cockpit.core.text import sanitize
 
     if args.lines < 0:
@@ -55,9 +56,10 @@ async def job_tail(args: argparse.Namespace, session: Any) -> int:
 
     job = await find_job(session.backend, args.job)
     demo = simulated_nodes(session)  # a simulated job's output is on its simulated node, never here
+    path = None if job.state == "PENDING" else await resolve_path(job, session.backend, stderr=args.stderr)
     out = open_job_output(job, stderr=args.stderr, where="node" if demo is not None else args.where,
                           remote_session=bool(session.config.general.host),
-                          settings=_node_settings(session, args), pool=demo)
+                          settings=_node_settings(session, args), pool=demo, path=path)
     label = "stderr" if args.stderr else "stdout"
     how = " (over SSH)" if out.node else ""
     print(f"==> job {job.job_id} {label}: {sanitize(out.source)}{how} <==", file=sys.stderr, flush=True)

@@ -100,28 +100,86 @@ async def follow(path: str, *, interval: float = 1.0, from_end: bool = True,
 
 
 def expand_pattern(path: str, job: Any) -> str:
-    """Expand the sbatch filename patterns Slurm may leave in StdOut (%j %A %a %u %x %%)."""
+    """Expand the sbatch filename patterns Slurm may leave in StdOut (sbatch(1)
+    "filename pattern": %j %A %a %b %u %x %N %n %t %%, with an optional zero-padding
+    width such as %4j; a path holding a backslash is taken as it is, minus the
+    backslashes, as Slurm does)."""
+    if "\\" in path:
+        return path.replace("\\", "")
     if "%" not in path:
         return path
+    task = job.array_task_id
     subs = {
         "j": str(job.job_id), "A": str(job.array_job_id or job.job_id),
-        "a": str(job.array_task_id if job.array_task_id is not None else "4294967294"),
-        "u": job.user, "x": job.name, "%": "%",
+        "a": str(task if task is not None else "4294967294"), "b": str(task % 10 if task is not None else 0),
+        "u": job.user, "x": job.name, "N": job.nodes[0] if job.nodes else "%N", "n": "0", "t": "0", "%": "%",
     }
-    return re.sub(r"%(\d*)([jAauxs%])", lambda m: subs.get(m.group(2), m.group(0)).zfill(int(m.group(1) or 0)), path)
+    return re.sub(r"%(\d*)([jAabuxNnts%])", lambda m: subs.get(m.group(2), m.group(0)).zfill(int(m.group(1) or 0)), path)
+
+
+DEV_NULL = "/dev/null"
+
+
+def default_output(job: Any) -> str:
+    """Slurm's documented default for a batch job's stdout (and stderr): ``slurm-%j.out``,
+    ``slurm-%A_%a.out`` for an array task, in the job's working directory."""
+    name = "slurm-%A_%a.out" if job.array_job_id is not None and job.array_task_id is not None else "slurm-%j.out"
+    return os.path.join(job.work_dir or "", expand_pattern(name, job))
 
 
 def path_for(job: Any, *, stderr: bool = False) -> str:
     """The absolute path of a job's stdout (or stderr, which defaults to stdout).
 
-    Raises JobLogError when the job has no such path."""
+    No path at all (what squeue --json says on Slurm 22.05 for ``sbatch`` without
+    ``-o``) is Slurm's default, :func:`default_output`. "/dev/null" is taken as it
+    is here (22.05 also reports it for a job without ``-o``: :func:`resolve_path`
+    asks scontrol). Raises JobLogError when the job has no path and no working
+    directory to find the default in."""
     raw = (job.stderr or job.stdout) if stderr else job.stdout
     if not raw:
-        raise JobLogError(f"job {job.job_id} has no {'stderr' if stderr else 'stdout'} path (interactive job?)")
+        if not job.work_dir:
+            raise JobLogError(f"job {job.job_id} has no {'stderr' if stderr else 'stdout'} path and no working "
+                              "directory (interactive job? its output goes to the terminal that started it)")
+        return default_output(job)
     path = expand_pattern(raw, job)
     if not os.path.isabs(path) and job.work_dir:
         path = os.path.join(job.work_dir, path)
     return path
+
+
+def trusted_output(job: Any, values: Any) -> str | None:
+    """Which of the values scontrol printed after ``StdOut=`` (or ``StdErr=``) to
+    believe: a job name, comment or mail user may hold ``StdOut=/etc/shadow`` too,
+    so only Slurm's default path for this job or "/dev/null" is taken; None when
+    neither is among them."""
+    values = tuple(values)
+    default = default_output(job)
+    if default in values:
+        return default
+    return DEV_NULL if DEV_NULL in values else None
+
+
+async def resolve_path(job: Any, backend: Any = None, *, stderr: bool = False) -> str:
+    """:func:`path_for`, with a "/dev/null" checked where the backend can ask
+    ``scontrol show job`` (``job_output_paths``). Raises JobLogError for a job
+    that writes nowhere or whose path cannot be trusted."""
+    raw = (job.stderr or job.stdout) if stderr else job.stdout
+    label = "stderr" if stderr else "stdout"
+    if raw != DEV_NULL:
+        return path_for(job, stderr=stderr)
+    ask = getattr(backend, "job_output_paths", None)
+    if ask is None and callable(getattr(backend, "cli", None)):  # pyslurm: its CLI twin asks scontrol
+        ask = getattr(backend.cli(), "job_output_paths", None)
+    if ask is None:
+        raise JobLogError(f"job {job.job_id} writes its {label} to /dev/null: nothing to read")
+    fields = await ask(job.job_id)
+    got = trusted_output(job, fields.get("StdErr" if stderr else "StdOut", ()))
+    if got is None:
+        raise JobLogError(f"job {job.job_id}: squeue says its {label} goes to /dev/null and scontrol names no "
+                          f"path cockpit can trust (only {default_output(job)} or /dev/null are believed)")
+    if got == DEV_NULL:
+        raise JobLogError(f"job {job.job_id} writes its {label} to /dev/null: nothing to read")
+    return got
 
 
 async def find_job(backend: Any, job_id: str) -> Any:
@@ -255,14 +313,17 @@ class JobOutput:
 
 
 def open_job_output(job: Any, *, stderr: bool = False, where: str = "auto", remote_session: bool = False,
-                    settings: Any = None, pool: Any = None) -> JobOutput:
+                    settings: Any = None, pool: Any = None, path: str | None = None) -> JobOutput:
     """A JobOutput for the job's stdout (or stderr), here or on its batch host.
 
     ``pool`` (kept open: an SshPool, or the backend's probe runner, which the TUI
     passes so the demo's simulated nodes answer too) or ``settings`` (SshSettings:
     a pool of its own, closed by :meth:`JobOutput.close`) reach the nodes; nothing
-    connects until the first read. Raises JobLogError (no path, no node yet, bad ``where``)."""
-    path = path_for(job, stderr=stderr)
+    connects until the first read; ``path``: the file when already resolved
+    (:func:`resolve_path`). Raises JobLogError (pending, no path, no node yet, bad ``where``)."""
+    if job.state == "PENDING":
+        raise JobLogError(f"job {job.job_id} is pending: no output yet")
+    path = path if path is not None else path_for(job, stderr=stderr)
     node = reading_node(job, path, where=where, remote_session=remote_session)
     if node is None:
         return JobOutput(path)
