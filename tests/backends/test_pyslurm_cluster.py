@@ -121,9 +121,11 @@ def _same_paths(cli_job: dict, py_job: dict) -> bool:
 
 
 class _Job:
+    """What expand_pattern reads of a job, from the snapshot JSON."""
+
     def __init__(self, d):
         self.job_id, self.array_job_id, self.array_task_id = d["job_id"], d["array_job_id"], d["array_task_id"]
-        self.user, self.name = d["user"], d["name"]
+        self.user, self.name, self.nodes = d["user"], d["name"], tuple(d["nodes"])
 
 
 def _snapshot(cluster, backend_name):
