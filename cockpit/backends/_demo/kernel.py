@@ -9,7 +9,8 @@ prints them (``dmesg``: seconds since boot, ``-T``: ctime, ``--time-format=iso``
 ``journalctl -k``: syslog style).
 
 InfiniBand: eight NDR ports per node, all healthy, except one rail of the slow
-NCCL node, which trained at 100 Gb/s and keeps counting symbol errors.
+NCCL node, which trained at 100 Gb/s and keeps counting symbol errors (the
+ports themselves are _demo/fabric.py's, which the fabric check reads).
 """
 
 from __future__ import annotations
@@ -17,10 +18,8 @@ from __future__ import annotations
 import time as _time
 from typing import Any
 
+from cockpit.backends._demo.fabric import RAILS, SLOW_RAIL, port_files
 from cockpit.backends._demo.gpus import bus_id, gpu_uuid, lost_gpu, short_bus
-
-RAILS = 8
-SLOW_RAIL = 3
 
 
 def _boot_lines(node: str) -> list[tuple[float, str]]:
@@ -121,8 +120,7 @@ def ib_dump(backend: Any, node: str) -> tuple[int, bytes, bytes]:
     for rail in range(RAILS):
         slow = node == sc.slow_nccl_node and rail == SLOW_RAIL
         root = f"/sys/class/infiniband/mlx5_{rail}/ports/1"
-        files = {"state": "4: ACTIVE", "phys_state": "5: LinkUp",
-                 "rate": "100 Gb/sec (4X EDR)" if slow else "400 Gb/sec (4X NDR)", "link_layer": "InfiniBand"}
+        files = port_files(sc, node, rail)  # the same ports the fabric check reads (_demo/fabric.py)
         counters = {"symbol_error": 1_200 + 3 * max(up, 0) if slow else 0, "link_downed": 0,
                     "link_error_recovery": 2 if slow else 0, "port_rcv_errors": 0,
                     "local_link_integrity_errors": 0, "excessive_buffer_overrun_errors": 0,

@@ -5,7 +5,9 @@ compute-apps queries (cockpit/telemetry, cockpit/core/jobprocs.py),
 ``scontrol listpids`` and ``ps`` (jobprocs), ``stat``/``tail``/``cat`` of a job's
 output (cockpit/remote/filetail.py, the runbooks), ``py-spy dump`` and
 ``/proc/PID/environ`` (the hung-job runbook), ``scontrol write batch_script``,
-the kernel log (dmesg, journalctl -k), the InfiniBand sysfs dump. Node ``""``
+the kernel log (dmesg, journalctl -k), the InfiniBand sysfs dump, and the
+pre-flight fabric check's ``find -L``/``grep -H -s .`` of /sys/class/infiniband
+and /sys/class/net and ``ibstat`` (_demo/fabric.py). Node ``""``
 is the host where Slurm's commands run: it sees the shared filesystem and
 Slurm, not the nodes' processes or GPUs.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 import time as _time
 from typing import Any
 
-from cockpit.backends._demo import files, gpus, kernel, procs
+from cockpit.backends._demo import fabric, files, gpus, kernel, procs
 from cockpit.hostlist import expand
 from cockpit.runner import CommandResult
 
@@ -184,6 +186,15 @@ class NodeAnswers:
     def sh(self, node: str, args: list[str]) -> Answer | None:
         return kernel.ib_dump(self.backend, node) if node and kernel.is_ib_dump(args) else None
 
+    def find(self, node: str, args: list[str]) -> Answer | None:
+        return fabric.find(self.sc, node, args) if node else None
+
+    def grep(self, node: str, args: list[str]) -> Answer | None:
+        return fabric.grep(self.sc, node, args) if node else None
+
+    def ibstat(self, node: str, args: list[str]) -> Answer | None:
+        return fabric.ibstat(self.sc, node) if node and not args else None
+
     def hostname(self, node: str, args: list[str]) -> Answer | None:
         return (0, f"{node or 'slurm-login'}\n".encode(), b"") if not args else None
 
@@ -203,5 +214,6 @@ _HANDLERS = {
     "nvidia-smi": NodeAnswers.nvidia_smi, "scontrol": NodeAnswers.scontrol, "ps": NodeAnswers.ps,
     "py-spy": NodeAnswers.py_spy, "cat": NodeAnswers.cat, "stat": NodeAnswers.stat, "tail": NodeAnswers.tail,
     "dmesg": NodeAnswers.dmesg, "journalctl": NodeAnswers.journalctl, "sh": NodeAnswers.sh,
-    "hostname": NodeAnswers.hostname, "uptime": NodeAnswers.uptime,
+    "hostname": NodeAnswers.hostname, "uptime": NodeAnswers.uptime, "find": NodeAnswers.find,
+    "grep": NodeAnswers.grep, "ibstat": NodeAnswers.ibstat,
 }
