@@ -96,6 +96,18 @@ class DemoBackend(DemoAdmin):
         return self._sc.slow_nccl_node
 
     @property
+    def slow_storage_node(self) -> str:
+        """The node whose local NVMe RAID0 is slow (one drive at PCIe x1; dgx003 of 64):
+        the pre-flight storage check names it (_demo/storage.py)."""
+        return self._sc.slow_storage_node
+
+    @property
+    def throttled_node(self) -> str:
+        """The node whose GPUs 5 and 6 throttle under full load (a failed fan; dgx002 of 64):
+        the pre-flight burn-in flags it and proposes a drain (_demo/burnin.py)."""
+        return self._sc.throttled_node
+
+    @property
     def straggler_node(self) -> str:
         """The hung job's node whose rank is stuck outside the all_reduce."""
         return self._sc.straggler_node

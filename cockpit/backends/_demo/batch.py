@@ -7,7 +7,9 @@ second: counted, not timed, so a check through the demo is as quick and as
 repeatable as its own polling. Its ``--output`` file (``%j`` ... expanded)
 appears in the demo's file table when it starts and is filled when it ends:
 an NCCL benchmark job (name ``cockpit-nccl*``) gets a simulated nccl-tests or
-torch_bench table, anything else one line saying it did not really run.
+torch_bench table, a pre-flight job (``cockpit-storage``, ``cockpit-burnin``)
+what its script prints on each node (_demo/preflight.py), anything else one
+line saying it did not really run.
 
 One simplification: a script with a node list but no ``--partition`` runs in
 the partition that holds those nodes (Slurm would use the default partition
@@ -20,7 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from cockpit.backends._demo import nccl
+from cockpit.backends._demo import nccl, preflight
 from cockpit.backends._demo.gpus import short_bus
 from cockpit.backends._demo.state import RUNNING, SimJob
 from cockpit.backends.slurm_text import duration_minutes
@@ -202,6 +204,8 @@ def _flag(args: list[str], name: str, default: str) -> str:
 
 def output_of(sc: Any, job: SimJob) -> str:
     """The output a finished submitted job leaves in its --output file."""
+    if job.name in preflight.NAMES:
+        return preflight.job_output(sc, job)
     if not job.name.startswith("cockpit-nccl"):
         return (f"cockpit demo: SIMULATED batch job {job.job_id} ({job.name}): the demo does not run "
                 "batch scripts; it completed at once\n")

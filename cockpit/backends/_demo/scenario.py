@@ -62,6 +62,12 @@ class Scenario:
     straggler_node: str = ""  # the hung job's node whose rank is stuck elsewhere
     straggler_rank: int = 0  # that rank: stuck reading its next batch, not in the all_reduce
     xid_time: int = 0  # when xid_node's GPU fell off the bus (its kernel log's Xid 79)
+    # The node whose local NVMe RAID0 (/raid, where /tmp and /scratch point) is slow: one of
+    # its eight drives trained at PCIe x1, so the pre-flight storage check names it (dgx003).
+    slow_storage_node: str = ""
+    # The node with a failed fan: under full load two of its GPUs reach the slowdown
+    # temperature and throttle, so the pre-flight burn-in flags it and proposes a drain (dgx002).
+    throttled_node: str = ""
 
 
 def node_names(count: int) -> list[str]:
@@ -157,7 +163,8 @@ def build(seed: int, start: int, count: int, gpus: int) -> Scenario:
     train = list(parts[0].nodes)
     sc = Scenario(sim, topo, 0, start - 2832, train[12], train[len(train) - 9], train[20], 0, 0,
                   slow_nccl_node=parts[1].nodes[2], xid_gpu=min(3, gpus - 1), straggler_node=train[5],
-                  straggler_rank=5 * gpus + min(3, gpus - 1))
+                  straggler_rank=5 * gpus + min(3, gpus - 1), slow_storage_node=train[2],
+                  throttled_node=train[1])
     _broken_nodes(sc, start)
     _special_running(sc, start, gpus)
     _fill(sim, rng, start, gpus)
