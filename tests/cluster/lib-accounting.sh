@@ -144,8 +144,24 @@ bootstrap_qos() {
   acct_fingerprint > "$ACCT_DONE"
 }
 
+# slurmdbd sends association and QOS updates back to slurmctld at the address slurmctld
+# connected from, and on loopback the kernel picks 127.0.0.1 as the source whatever the
+# destination. Where head is another loopback address (other-debian: 127.0.20.254) nothing
+# listens there, so updates never arrive ("update cluster: cockpit at 127.0.0.1(6917):
+# Connection refused"). A host route for head's own address with itself as the source fixes
+# it; down removes it (only what up added: the marker file).
+ROUTE_MARK="$COCKPIT_CLUSTER_RUN/route-head"
+add_head_route() {
+  acct_enabled && [ "$COCKPIT_CLUSTER_HEAD_ADDR" != 127.0.0.1 ] || return 0
+  local a=$COCKPIT_CLUSTER_HEAD_ADDR
+  ip route show table local "$a/32" | grep -q "src $a" && return 0
+  ip route add local "$a/32" dev lo scope host src "$a" table local || die "cannot add the route for $a"
+  echo "$a" > "$ROUTE_MARK"
+}
+
 start_accounting() {
   acct_enabled || return 0
+  add_head_route
   start_mariadb
   start_slurmdbd
   bootstrap_accounting
