@@ -171,7 +171,7 @@ async def soak(args) -> None:
 
     env = cluster_env()
     os.environ.update({k: v for k, v in env.items() if k.startswith(("SLURM_", "COCKPIT_TEST"))})
-    nodes = env.get("COCKPIT_TEST_NODES", "node01 node02 node03 node04").split()
+    nodes = args.drain_nodes.split(",") if args.drain_nodes else env.get("COCKPIT_TEST_NODES", "node01 node02 node03 node04").split()
     backend = SlurmCliBackend(LocalRunner(env=env), timeout=30)
     errors: list[str] = []
     app = CockpitApp(backend, Config())
@@ -263,6 +263,7 @@ def main() -> None:
     ap.add_argument("--restart-every", type=float, default=10.0, help="minutes between slurmctld restarts")
     ap.add_argument("--churn-every", type=float, default=3.0, help="seconds between cluster changes")
     ap.add_argument("--period", type=float, default=60.0, help="seconds per reported period")
+    ap.add_argument("--drain-nodes", default="", help="nodes the churn drains and resumes (default: all)")
     asyncio.run(soak(ap.parse_args()))
 
 
