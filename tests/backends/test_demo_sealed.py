@@ -6,8 +6,10 @@ a calls file and exits 1), HOME and the XDG folders in a temporary directory,
 and the calls file must stay absent. The outcomes are checked too: the NCCL
 pair run names the simulated slow node, the hung-job runbook names the stalled
 output and the straggler rank with its stack, gpu-xid finds Xid 79 and reboots
-that node. Below those, the simulated nodes' answers are read by cockpit's own
-parsers, and the probe runner serves everything that reads nodes.
+that node; the pre-flight checks name the slow RAID0 node, flag and drain the
+thermally throttled one and put the slow-NCCL node's links below the others.
+Below those, the simulated nodes' answers are read by cockpit's own parsers, and
+the probe runner serves everything that reads nodes.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TRAPPED = ("sbatch", "scancel", "scontrol", "squeue", "sinfo", "srun", "salloc", "ssh", "scp", "sacct",
            "sacctmgr", "sprio", "sshare", "sstat", "nvidia-smi", "dmesg", "journalctl", "py-spy", "ps",
-           "stat", "tail", "cat", "mkdir", "hostname", "ibstat", "sh", "bash")
-CONFIG = "[plugins.nccl]\npoll_interval = 0.2\n"  # the demo's jobs end at the second look: no need to wait 2 s
+           "stat", "tail", "cat", "mkdir", "hostname", "ibstat", "sh", "bash", "find", "grep", "fio", "dd",
+           "findmnt", "dcgmi")
+# the demo's jobs end at the second look: no need to wait 2 s
+CONFIG = "[plugins.nccl]\npoll_interval = 0.2\n[plugins.preflight]\npoll_interval = 0.2\n"
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +113,12 @@ COMMANDS = [
     (("exec", "dgx001", "--", "uname", "-a"), (1,)),  # not simulated: a failure, never a real program
     (("exec", "dgx001", "--srun", "--", "hostname"), (2,)),
     (("record", "{tmp}/rec"), (2,)),  # nothing raw to record
+    (("check", "storage", "--nodes", "dgx[001-004]", "--json"), (2,)),  # a plan, not confirmed
+    (("check", "burnin", "--nodes", "dgx[001-004]", "--json"), (2,)),  # a plan, not confirmed
+    (("check", "storage", "--nodes", "dgx[005-006]", "--local", "/var/tmp", "--shared", "/home/x", "--yes"), (2,)),
+    (("check", "burnin", "--nodes", "dgx049", "--duration", "30", "--yes", "--json"), (0,)),
+    (("check", "fabric", "--nodes", "dgx[050-051]", "--gpus", "16", "--ib-root", "/nonexistent", "--json"), (2,)),
+    (("check", "fabric", "--partition", "interactive", "--json"), (1,)),
 ]
 
 
@@ -120,6 +130,7 @@ def test_every_headless_command_stays_in_the_simulation(sealed, ids, tmp_path, a
     outcome(proc, codes)
     no_calls(calls)
     assert not (home / "cockpit-nccl").exists()  # the submission's mkdir is simulated too
+    assert not (home / "cockpit-preflight").exists()
 
 
 @pytest.mark.slow
@@ -138,6 +149,66 @@ def test_nccl_pair_mode_names_the_simulated_slow_node(sealed):
     slow = [r for r in doc["data"]["runs"] if "051" in r["nodes"]]
     fast = [r for r in doc["data"]["runs"] if "051" not in r["nodes"]]
     assert slow and fast and max(r["busbw_gbps"] for r in slow) < 0.4 * min(r["busbw_gbps"] for r in fast)
+    no_calls(calls)
+
+
+@pytest.mark.slow
+def test_preflight_storage_plans_then_names_the_simulated_slow_raid0_node(sealed):
+    run, calls, home = sealed
+    argv = ("check", "storage", "--nodes", "dgx[001-004]", "--json")
+    plan = run(*argv)
+    outcome(plan, (2,))
+    doc = json.loads(plan.stdout)
+    assert doc["status"] == "NOT_CONFIRMED" and "cockpit-storage" in doc["plan"]["scripts"][0]
+    proc = run(*argv, "--yes")
+    outcome(proc, (2,))
+    doc = json.loads(proc.stdout)
+    assert doc["status"] == "CRIT" and doc["data"]["slow_nodes"] == ["dgx003"]
+    assert doc["data"]["job_state"] == "COMPLETED"
+    local = {n: v["paths"]["local"] for n, v in doc["data"]["nodes"].items()}
+    assert set(local) == {"dgx001", "dgx002", "dgx003", "dgx004"}
+    assert all((p["fstype"], p["source"], p["raid_level"]) == ("xfs", "/dev/md0", "raid0") for p in local.values())
+    assert local["dgx003"]["seqread_bytes_per_s"] < 0.4 * local["dgx001"]["seqread_bytes_per_s"]
+    shared = run(*argv, "--shared", "/lustre/ckpt", "--params", "70B", "--yes")
+    outcome(shared, (2,))
+    doc = json.loads(shared.stdout)
+    assert {v["paths"]["shared"]["fstype"] for v in doc["data"]["nodes"].values()} == {"lustre"}
+    assert doc["data"]["slow_nodes"] == ["dgx003"] and doc["data"]["checkpoint"]["shared_seconds"] > 0
+    no_calls(calls)
+    assert not (home / "cockpit-preflight").exists()
+
+
+@pytest.mark.slow
+def test_preflight_burnin_flags_and_drains_the_simulated_throttled_node(sealed):
+    run, calls, _ = sealed
+    proc = run("check", "burnin", "--nodes", "dgx[001-004]", "--yes", "--json")
+    outcome(proc, (2,))
+    doc = json.loads(proc.stdout)
+    assert doc["data"]["failing_nodes"] == ["dgx002"]
+    assert any(f["rule"] == "burnin-throttled" and f["title"].startswith("dgx002 gpu5") for f in doc["findings"])
+    (plan,) = doc["data"]["proposed_drains"]
+    assert plan["targets"] == ["dgx002"] and plan["params"]["reason"].startswith("preflight-burnin throttled:")
+    assert "drains" not in doc["data"]  # proposed, not done
+    proc = run("check", "burnin", "--nodes", "dgx[001-004]", "--drain", "--yes", "--json")
+    outcome(proc, (2,))
+    (done,) = json.loads(proc.stdout)["data"]["drains"]
+    assert done["ok"] and done["results"][0]["argv"][2] == "NodeName=dgx002"
+    no_calls(calls)
+
+
+@pytest.mark.slow
+def test_preflight_fabric_reads_the_simulated_trees_and_gives_the_guides_verdict(sealed):
+    run, calls, _ = sealed
+    proc = run("check", "fabric", "--partition", "debug", "--json")
+    outcome(proc, (2,))
+    doc = json.loads(proc.stdout)
+    assert doc["status"] == "CRIT" and doc["data"]["probes"] == "demo (simulated nodes)"
+    assert doc["summary"].startswith("debug: 128 GPUs on 16 nodes, needs >= 400 Gb/s (800 recommended)")
+    assert doc["summary"].endswith("below the others: dgx051")
+    slow = [f["title"] for f in doc["findings"] if f["rule"] == "fabric-slow-node"]
+    assert slow == ["dgx051: links at 100 Gb/s, below the others (400 Gb/s)"]
+    assert doc["data"]["groups"]["debug"]["need_gbps"] == [400.0, 800.0]
+    assert {n["source"] for n in doc["data"]["nodes"].values()} == {"sysfs"}
     no_calls(calls)
 
 
