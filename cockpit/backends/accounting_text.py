@@ -145,13 +145,29 @@ def _split(line: str, n: int, source: str) -> list[str]:
     return parts
 
 
+_JOB_ID_START = re.compile(r"^\d+(?:[_+.]|\||$)")
+
+
+def _records(text: str, n: int, starts) -> list[str]:
+    """Logical lines: the last field (a job name, a reason) is free text and may hold a
+    newline, which sacct/sacctmgr print as is; a physical line that does not start a
+    record (n fields, ``starts`` its first one) continues the previous record's last field."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if not line.strip() and not out:
+            continue
+        if out and (line.count("|") < n - 1 or not starts(line)):
+            out[-1] += "\n" + line
+        elif line.strip():
+            out.append(line)
+    return out
+
+
 def parse_sacct_parsable(text: str, source: str = "sacct --parsable2") -> tuple[JobRecord, ...]:
     """Jobs (with their steps) from ``sacct -P -n -o`` :data:`SACCT_FIELDS`. Raises ParseError."""
     jobs: dict[str, dict] = {}
     order: list[str] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
+    for line in _records(text, len(SACCT_FIELDS), _JOB_ID_START.match):
         f = dict(zip(SACCT_FIELDS, _split(line, len(SACCT_FIELDS), source)))
         job_id = f["JobID"].strip()
         base, dot, step = job_id.partition(".")
@@ -198,10 +214,11 @@ def parse_events(text: str, source: str = "sacctmgr show event") -> tuple[NodeEv
     """Node events from ``sacctmgr -n -P show event format=`` :data:`EVENT_FIELDS`; cluster
     events (no node name) are left out. Raises ParseError."""
     out = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        f = dict(zip(EVENT_FIELDS, _split(line, len(EVENT_FIELDS), source)))
+    n = len(EVENT_FIELDS)
+    # A record's second field is its start time (epoch seconds); a reason's next line is not.
+    starts = lambda line: (line.split("|") + ["", ""])[1].strip().isdecimal()  # noqa: E731
+    for line in _records(text, n, starts):
+        f = dict(zip(EVENT_FIELDS, _split(line, n, source)))
         node = f["NodeName"].strip()
         if not node:
             continue

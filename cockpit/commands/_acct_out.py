@@ -60,5 +60,12 @@ def print_costs(costs: Iterable[Any]) -> None:
 
 
 def print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=1, ensure_ascii=False)
+    """Indented JSON. msgspec where installed: json's indenting encoder is pure Python
+    and took 4 s for a history of 28k jobs."""
+    try:
+        import msgspec
+
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(obj), indent=1).decode("utf-8"))
+    except ImportError:
+        sys.stdout.write(json.dumps(obj, indent=1, ensure_ascii=False))
     sys.stdout.write("\n")

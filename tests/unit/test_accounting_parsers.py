@@ -146,3 +146,14 @@ def test_values_and_errors():
                      "UNLIMITED", "1", "n1", "cpu=1", "cpu=1", "00:00:01", "", "", "None", "a|b|[bold]x"])
     (job,) = at.parse_sacct_parsable(line)
     assert job.name == "a|b|[bold]x" and job.nodes == ("n1",)
+
+
+def test_a_newline_in_a_job_name_or_reason_continues_the_record():
+    fields = ["7", "7", "u", "a", "p", "normal", "FAILED", "1:0", "0:0", "1", "2", "3", "1", "UNLIMITED", "1",
+              "n1", "cpu=1", "cpu=1", "00:00:01", "", "", "None", "act; $(x)"]
+    nxt = ["8"] + fields[1:-1] + ["plain"]
+    text = "|".join(fields) + "\nline2 [bold]|x|\n" + "|".join(nxt) + "\n"
+    first, second = at.parse_sacct_parsable(text)
+    assert first.name == "act; $(x)\nline2 [bold]|x|" and first.state == "FAILED" and second.name == "plain"
+    events = at.parse_events("node03|10|20|DRAIN|root(0)|two\nlines|a\nnode03|30|40|DOWN|root(0)|b\n")
+    assert [e.reason for e in events] == ["two\nlines|a", "b"]
