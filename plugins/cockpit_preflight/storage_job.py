@@ -55,7 +55,7 @@ measure() {  # KIND PATH
   local kind=$1 path=$2 dir="$2/$tag" src md
   sect fstype "path=$kind" findmnt -n -o FSTYPE,SOURCE,TARGET -T "$path"
   sect statfs "path=$kind" stat -f -c %T "$path"
-  src=$(findmnt -n -o SOURCE -T "$path" 2>/dev/null)
+  src=$(findmnt -n -o SOURCE -T "$path" 2>/dev/null); src=${src%%\[*}  # a bind mount: /dev/md0[/tmp]
   case "$src" in /dev/md*) md=${src#/dev/}; sect raid "path=$kind" cat "/sys/block/$md/md/level" "/sys/block/$md/md/raid_disks";; esac
   if ! mkdir -p "$dir" 2>/dev/null; then echo "@@error path=$kind cannot create $dir"; return; fi
   if [ "$tool" = fio ]; then
