@@ -201,6 +201,17 @@ class DemoBackend(DemoAdmin):
     async def close(self) -> None:
         return None
 
+    # -- accounting and the scheduler's views, simulated (_demo/accounting.py) ----------
+    async def accounting(self):
+        from cockpit.backends._demo.accounting import demo_accounting
+
+        return demo_accounting(self)
+
+    async def scheduling(self):
+        from cockpit.backends._demo.accounting import demo_scheduling
+
+        return demo_scheduling(self)
+
     async def fetch_job(self, job_id: int | str) -> Job | None:
         """One job (``123`` or an array task ``123_4``); None once squeue forgot it."""
         self._now()

@@ -54,7 +54,8 @@ def why_lines(w) -> list[str]:
         out.append(f"  reservation: {cell(r.text, 240)}")
     for d in w.dependencies:
         out.append(f"  dependency: {cell(d.text, 200)}")
-    for b in w.free_blocks:
+    shown = [b for b in w.free_blocks if b.kind != "node"][:4] + [b for b in w.free_blocks if b.kind == "node"]
+    for b in shown:  # the largest few (all of them in --json)
         fits = "fits" if b.fits else "does not fit"
         out.append(f"  free GPUs: {b.kind} {cell(b.name, 40)} ({collapse(b.nodes)}): {b.free_gpus} free, "
                    f"{b.nodes_that_fit} node(s) with room for it: {fits}")

@@ -103,7 +103,7 @@ def when(epoch: float, now: float) -> str:
 
 
 # -- limits ----------------------------------------------------------------------
-_RES_WORDS = {"GRES": "gres/", "Cpu": "cpu", "Mem": "mem", "Node": "node", "Billing": "billing", "Energy": "energy"}
+_RES_WORDS = {"GRES": "gres/", "GPU": "gres/gpu", "Cpu": "cpu", "Mem": "mem", "Node": "node", "Billing": "billing", "Energy": "energy"}
 _PER = {"PerUser": "PU", "PerAccount": "PA", "PerJob": "PJ", "PerNode": "PN"}
 
 

@@ -130,9 +130,13 @@ def _summary(asks: Asks, limits, reservations, deps, blocks, ahead, now) -> str:
         return "; ".join(d.text for d in deps)
     if r in _HELD:
         return f"{_HELD[r]}: it starts only once released (cockpit job release {asks.job_id})"
-    crossing = [f for f in reservations if f.all_nodes] or list(reservations)
-    if crossing and ("ReqNodeNotAvail" in r or "Reserv" in r or r == "Resources" or r == "Priority"):
-        return crossing[0].text
+    # A reservation is the cause where it covers every node the job may use, or where
+    # Slurm's reason says a node is not available; elsewhere it is one more finding.
+    everywhere = [f for f in reservations if f.all_nodes]
+    if everywhere and (r.startswith("ReqNodeNotAvail") or "Reserv" in r or r in ("Resources", "Priority")):
+        return everywhere[0].text
+    if reservations and (r.startswith("ReqNodeNotAvail") or "Reserv" in r):
+        return reservations[0].text
     if r == "Priority":
         return f"{ahead} job(s) of higher priority wait in partition {asks.partitions[0]}" if ahead is not None \
             else "jobs of higher priority wait before it"

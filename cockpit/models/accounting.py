@@ -113,10 +113,10 @@ class NodeEvent:
         s = self.state.upper()
         if "REBOOT" in s:
             return "reboot"
+        if "DOWN" in s or "FAIL" in s:  # DOWN*+DRAIN: it went down while drained
+            return "down"
         if "DRAIN" in s:
             return "drain"
-        if "DOWN" in s or "FAIL" in s:
-            return "down"
         return "other"
 
 
