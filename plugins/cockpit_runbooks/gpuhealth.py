@@ -1,7 +1,14 @@
 """GPU health from nvidia-smi: ``--query-gpu`` CSV (parsed by cockpit.telemetry),
-``-q`` text and ``-q -x`` XML (parsed here into the same GpuTelemetry), and the
-rules: ECC, remapped rows, temperature, power, clock event (throttle) reasons,
-PCIe link below its maximum.
+``-q`` text and ``-q -x`` XML (parsed here), each GPU as a :class:`GpuHealth`:
+the GpuTelemetry fields plus what only ``-q`` reports (ECC mode, retired pages,
+virtualization and MIG mode). The rules live in :mod:`cockpit_runbooks.gpurules`.
+
+Driver generations read (tests/data/nvidia-smi-q/SOURCES.md): XML DTD v10/v11
+(``clocks_throttle_reason_*``, ``power_readings/power_draw``), v12 (535:
+``clocks_event_reason_*``, ``gpu_power_readings``) and v13 (570+/595:
+``average_power_draw``/``instant_power_draw``); the same names in ``-q`` text.
+Pre-Ampere GPUs report ECC as ``single_bit``/``double_bit`` totals, newer ones
+as ``sram_``/``dram_`` counters. ``N/A`` is "not reported" (None), never 0.
 """
 
 from __future__ import annotations
@@ -10,19 +17,45 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from cockpit.plugins.api import ParseError
-from cockpit.plugins.api import GpuTelemetry, parse_query_gpu
-
-from .xid import norm_pci
+from cockpit.plugins.api import GpuTelemetry, ParseError, parse_query_gpu
 
 _KV = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*)$")
 _NUM = re.compile(r"^(-?[\d.]+)")
-# -q text names of the clock event reasons -> bit (REFERENCE.md section 4)
+_GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
+# -q text / XML names of the clock event reasons -> bit (REFERENCE.md section 4)
 _REASON_BITS = {
-    "idle": 0x1, "applications clocks setting": 0x2, "sw power cap": 0x4, "hw slowdown": 0x8,
+    "idle": 0x1, "gpu idle": 0x1, "applications clocks setting": 0x2, "sw power cap": 0x4, "hw slowdown": 0x8,
     "sync boost": 0x10, "sw thermal slowdown": 0x20, "hw thermal slowdown": 0x40,
-    "hw power brake slowdown": 0x80, "display clock setting": 0x100,
+    "hw power brake slowdown": 0x80, "display clock setting": 0x100, "display clocks setting": 0x100,
 }
+
+
+@dataclass(frozen=True)
+class GpuHealth:
+    """One GPU snapshot: its GpuTelemetry (attributes read through) and the ``-q``-only facts."""
+
+    t: GpuTelemetry
+    ecc_enabled: bool | None = None  # ECC mode "Current"; None when not reported
+    retired_sbe: int | None = None  # pages retired for single-bit errors (pre-Ampere RMA signal)
+    retired_dbe: int | None = None  # pages retired for double-bit errors
+    retired_pending: bool | None = None  # a page retirement waits for a reboot
+    virtualization: str | None = None  # None, Pass-Through, VGPU, Host VGPU
+    mig: bool | None = None  # MIG mode "Current"
+    # False: a -q text block that ends before its last section ("Processes"): the output
+    # was cut (or is a ``-q -d`` subset), so an absent field proves nothing
+    complete: bool = True
+
+    def __getattr__(self, name: str):
+        return getattr(self.t, name)
+
+    @property
+    def key(self) -> tuple[str | None, str | None]:
+        """One physical GPU: the same (UUID, bus id) in two snapshots is the same GPU."""
+        return (self.t.uuid, (self.t.pci_bus_id or "").lower() or None)
+
+    @property
+    def vgpu_guest(self) -> bool:
+        return (self.virtualization or "").strip().upper() == "VGPU"
 
 
 def _num(v: str | None) -> float | None:
@@ -37,7 +70,7 @@ def _int(v: str | None) -> int | None:
 
 def _bool(v: str | None) -> bool | None:
     low = (v or "").strip().lower()
-    return True if low == "yes" else False if low == "no" else None
+    return True if low in ("yes", "enabled") else False if low in ("no", "disabled") else None
 
 
 def _flatten_text(block: list[str]) -> dict[str, str]:
@@ -54,7 +87,7 @@ def _flatten_text(block: list[str]) -> dict[str, str]:
             stack.pop()
         path = "/".join([s for _, s in stack] + [key])
         if m and m.group(3).strip():
-            out[path] = m.group(3).strip()
+            out.setdefault(path, m.group(3).strip())
         else:
             stack.append((indent, key))
     return out
@@ -68,156 +101,194 @@ def _find(d: dict[str, str], *suffixes: str) -> str | None:
     return None
 
 
-def _sum(d: dict[str, str], section: str, uncorrectable: bool) -> int | None:
-    """Sum of the ECC counters of one section (volatile/aggregate), every memory kind."""
-    vals = []
+def _sum(vals: list[int | None]) -> int | None:
+    """Sum of the counters that were reported; None when none was (N/A is not 0)."""
+    got = [v for v in vals if v is not None]
+    return sum(got) if got else None
+
+
+def _text_ecc(d: dict[str, str], section: str, uncorrectable: bool) -> int | None:
+    """ECC counters of one section: Ampere+ ``DRAM/SRAM (Un)correctable`` or pre-Ampere ``Single/Double Bit / Total``."""
+    vals: list[int | None] = []
     for k, v in d.items():
         if f"ecc errors/{section}/" not in k or "sources" in k:
             continue
         last = k.rsplit("/", 1)[-1]
-        if ("uncorrectable" in last) == uncorrectable and "correctable" in last:
+        if "correctable" in last and ("uncorrectable" in last) == uncorrectable:
             vals.append(_int(v))
-    vals = [v for v in vals if v is not None]
-    return sum(vals) if vals else None
+    if not any(v is not None for v in vals):
+        bit = "double bit" if uncorrectable else "single bit"
+        vals.append(_int(d.get(f"ecc errors/{section}/{bit}/total")))
+    return _sum(vals)
 
 
-def _reasons(d: dict[str, str]) -> int | None:
+def _reasons_text(d: dict[str, str]) -> int | None:
     mask, seen = 0, False
     for k, v in d.items():
-        if "clocks event reasons/" in k or "clocks throttle reasons/" in k:
+        if ("clocks event reasons/" in k or "clocks throttle reasons/" in k) and "counters" not in k:
             name = k.rsplit("/", 1)[-1]
-            if name in _REASON_BITS and "counters" not in k:
+            if name in _REASON_BITS:
                 seen = True
-                if v.strip().lower() == "active":
-                    mask |= _REASON_BITS[name]
+                mask |= _REASON_BITS[name] if v.strip().lower() == "active" else 0
     return mask if seen else None
 
 
-def parse_q_text(text: str) -> tuple[GpuTelemetry, ...]:
+def _text_gpu(i: int, bus: str, d: dict[str, str]) -> GpuHealth:
+    idx = _int(_find(d, "minor number"))
+    virt = _find(d, "gpu virtualization mode/virtualization mode")
+    vgpu = (virt or "").strip().upper() == "VGPU"
+    t = GpuTelemetry(
+        index=idx if idx is not None else i, uuid=_find(d, "gpu uuid"), pci_bus_id=bus, name=_find(d, "product name"),
+        util_gpu=None if vgpu else _num(_find(d, "utilization/gpu")),
+        temp_gpu=_num(_find(d, "temperature/gpu current temp")),
+        power_w=_num(_find(d, "gpu power readings/power draw", "gpu power readings/average power draw",
+                           "power readings/power draw")),
+        power_limit_w=_num(_find(d, "gpu power readings/current power limit", "power readings/power limit")),
+        clock_event_reasons=_reasons_text(d), ecc_mode=_find(d, "ecc mode/current"),
+        ecc_corr_volatile=_text_ecc(d, "volatile", False), ecc_uncorr_volatile=_text_ecc(d, "volatile", True),
+        ecc_corr_aggregate=_text_ecc(d, "aggregate", False), ecc_uncorr_aggregate=_text_ecc(d, "aggregate", True),
+        remapped_correctable=_int(_find(d, "remapped rows/correctable error")),
+        remapped_uncorrectable=_int(_find(d, "remapped rows/uncorrectable error")),
+        remapped_pending=_bool(_find(d, "remapped rows/pending")),
+        remapped_failure=_bool(_find(d, "remapped rows/remapping failure occurred")),
+        pcie_gen=_int(_find(d, "pcie generation/current")), pcie_gen_max=_int(_find(d, "pcie generation/max")),
+        pcie_width=_int(_find(d, "link width/current")), pcie_width_max=_int(_find(d, "link width/max")),
+    )
+    return GpuHealth(t, _bool(_find(d, "ecc mode/current")), _int(_find(d, "retired pages/single bit ecc")),
+                     _int(_find(d, "retired pages/double bit ecc")),
+                     _bool(_find(d, "retired pages/pending page blacklist", "retired pages/pending page retirement")),
+                     virt, _bool(_find(d, "mig mode/current")),
+                     any(k == "processes" or k.startswith("processes/") for k in d))
+
+
+def parse_q_text(text: str) -> tuple[GpuHealth, ...]:
     """GPUs from ``nvidia-smi -q`` text. Raises ParseError when no ``GPU <bus id>`` block exists."""
     blocks: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
-        m = re.match(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$", line)
+        m = _GPU_HEADER.match(line)
         if m:
             blocks.append((m.group(1), []))
         elif blocks:
             blocks[-1][1].append(line)
     if not blocks:
         raise ParseError("nvidia-smi -q", "no 'GPU <bus id>' section")
-    out = []
-    for i, (bus, lines) in enumerate(blocks):
-        d = _flatten_text(lines)
-        idx = _int(_find(d, "minor number"))
-        out.append(GpuTelemetry(
-            index=idx if idx is not None else i, pci_bus_id=bus, name=_find(d, "product name"),
-            temp_gpu=_num(_find(d, "temperature/gpu current temp")),
-            power_w=_num(_find(d, "gpu power readings/power draw", "gpu power readings/average power draw",
-                               "power readings/power draw")),
-            power_limit_w=_num(_find(d, "gpu power readings/current power limit", "power readings/power limit")),
-            clock_event_reasons=_reasons(d),
-            ecc_corr_volatile=_sum(d, "volatile", False), ecc_uncorr_volatile=_sum(d, "volatile", True),
-            ecc_corr_aggregate=_sum(d, "aggregate", False), ecc_uncorr_aggregate=_sum(d, "aggregate", True),
-            remapped_correctable=_int(_find(d, "remapped rows/correctable error")),
-            remapped_uncorrectable=_int(_find(d, "remapped rows/uncorrectable error")),
-            remapped_pending=_bool(_find(d, "remapped rows/pending")),
-            remapped_failure=_bool(_find(d, "remapped rows/remapping failure occurred")),
-            pcie_gen=_int(_find(d, "pcie generation/current")), pcie_gen_max=_int(_find(d, "pcie generation/max")),
-            pcie_width=_int(_find(d, "link width/current")), pcie_width_max=_int(_find(d, "link width/max")),
-        ))
-    return tuple(out)
+    return tuple(_text_gpu(i, bus, _flatten_text(lines)) for i, (bus, lines) in enumerate(blocks))
 
 
-def _x(el: ET.Element, path: str) -> str | None:
-    found = el.find(path)
-    return found.text if found is not None and found.text is not None else None
+def _x(el: ET.Element, *paths: str) -> str | None:
+    for path in paths:
+        found = el.find(path)
+        if found is not None and found.text is not None and found.text.strip():
+            return found.text.strip()
+    return None
 
 
-def parse_q_xml(text: str) -> tuple[GpuTelemetry, ...]:
-    """GPUs from ``nvidia-smi -q -x`` (DTD v11-v13). Raises ParseError for bad XML."""
+def _xml_reasons(g: ET.Element) -> int | None:
+    mask, seen = 0, False
+    for tag in ("clocks_event_reasons", "clocks_throttle_reasons"):
+        for child in (g.find(tag) if g.find(tag) is not None else []):
+            name = child.tag.split("reason_", 1)[-1].replace("_", " ")
+            bit = _REASON_BITS.get(name)
+            if bit:
+                seen = True
+                mask |= bit if (child.text or "").strip().lower() == "active" else 0
+    return mask if seen else None
+
+
+def _xml_ecc(g: ET.Element, section: str, uncorrectable: bool) -> int | None:
+    sec = g.find(f"ecc_errors/{section}")
+    if sec is None:
+        return None
+    vals = [_int(c.text) for c in sec if c.tag.endswith("correctable") and ("uncorrectable" in c.tag) == uncorrectable]
+    if not any(v is not None for v in vals):  # pre-Ampere: single_bit/double_bit with a total
+        vals = [_int(_x(sec, f"{'double_bit' if uncorrectable else 'single_bit'}/total"))]
+    return _sum(vals)
+
+
+def _xml_gpu(i: int, g: ET.Element) -> GpuHealth:
+    minor = _int(_x(g, "minor_number"))
+    virt = _x(g, "gpu_virtualization_mode/virtualization_mode")
+    vgpu = (virt or "").upper() == "VGPU"
+    link = "pci/pci_gpu_link_info"
+    t = GpuTelemetry(
+        index=minor if minor is not None else i, uuid=_x(g, "uuid"), pci_bus_id=g.get("id"), name=_x(g, "product_name"),
+        util_gpu=None if vgpu else _num(_x(g, "utilization/gpu_util")),
+        # a vGPU guest reports "0 C": the host owns the sensor
+        temp_gpu=None if vgpu else _num(_x(g, "temperature/gpu_temp")),
+        power_w=_num(_x(g, "gpu_power_readings/power_draw", "gpu_power_readings/average_power_draw",
+                        "gpu_power_readings/instant_power_draw", "power_readings/power_draw")),
+        power_limit_w=_num(_x(g, "gpu_power_readings/current_power_limit", "power_readings/power_limit")),
+        clock_event_reasons=_xml_reasons(g), ecc_mode=_x(g, "ecc_mode/current_ecc"),
+        ecc_corr_volatile=_xml_ecc(g, "volatile", False), ecc_uncorr_volatile=_xml_ecc(g, "volatile", True),
+        ecc_corr_aggregate=_xml_ecc(g, "aggregate", False), ecc_uncorr_aggregate=_xml_ecc(g, "aggregate", True),
+        remapped_correctable=_int(_x(g, "remapped_rows/remapped_row_corr")),
+        remapped_uncorrectable=_int(_x(g, "remapped_rows/remapped_row_unc")),
+        remapped_pending=_bool(_x(g, "remapped_rows/remapped_row_pending")),
+        remapped_failure=_bool(_x(g, "remapped_rows/remapped_row_failure")),
+        pcie_gen=_int(_x(g, f"{link}/pcie_gen/current_link_gen")), pcie_gen_max=_int(_x(g, f"{link}/pcie_gen/max_link_gen")),
+        pcie_width=_int(_x(g, f"{link}/link_widths/current_link_width")),
+        pcie_width_max=_int(_x(g, f"{link}/link_widths/max_link_width")),
+    )
+    pending = _x(g, "retired_pages/pending_retirement", "retired_pages/pending_blacklist")
+    return GpuHealth(t, _bool(_x(g, "ecc_mode/current_ecc")),
+                     _int(_x(g, "retired_pages/multiple_single_bit_retirement/retired_count")),
+                     _int(_x(g, "retired_pages/double_bit_retirement/retired_count")), _bool(pending),
+                     virt, _bool(_x(g, "mig_mode/current_mig")))
+
+
+def parse_q_xml(text: str) -> tuple[GpuHealth, ...]:
+    """GPUs from ``nvidia-smi -q -x`` (DTD v10-v13). Raises ParseError for bad XML or no <gpu>."""
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
         raise ParseError("nvidia-smi -q -x", str(exc)) from None
-    out = []
-    for i, g in enumerate(root.iter("gpu")):
-        mask, seen = 0, False
-        for tag in ("clocks_event_reasons", "clocks_throttle_reasons"):
-            for child in g.find(tag) if g.find(tag) is not None else []:
-                name = child.tag.split("reason_", 1)[-1].replace("_", " ")
-                bit = _REASON_BITS.get(name) or _REASON_BITS.get(name.replace("display clocks", "display clock"))
-                if bit:
-                    seen = True
-                    mask |= bit if (child.text or "").strip().lower() == "active" else 0
-        ecc = {f"{sec}/{c.tag}": c.text or "" for sec in ("volatile", "aggregate")
-               for c in (g.find(f"ecc_errors/{sec}") if g.find(f"ecc_errors/{sec}") is not None else [])}
-        unc = lambda sec: sum(_int(v) or 0 for k, v in ecc.items() if k.startswith(sec) and "uncorrectable" in k) if ecc else None  # noqa: E731
-        cor = lambda sec: sum(_int(v) or 0 for k, v in ecc.items() if k.startswith(sec) and k.endswith("_correctable")) if ecc else None  # noqa: E731
-        minor = _int(_x(g, "minor_number"))
-        out.append(GpuTelemetry(
-            index=minor if minor is not None else i, pci_bus_id=g.get("id"), name=_x(g, "product_name"),
-            temp_gpu=_num(_x(g, "temperature/gpu_temp")),
-            power_w=_num(_x(g, "gpu_power_readings/power_draw") or _x(g, "power_readings/power_draw")),
-            power_limit_w=_num(_x(g, "gpu_power_readings/current_power_limit") or _x(g, "power_readings/power_limit")),
-            clock_event_reasons=mask if seen else None,
-            ecc_corr_volatile=cor("volatile"), ecc_uncorr_volatile=unc("volatile"),
-            ecc_corr_aggregate=cor("aggregate"), ecc_uncorr_aggregate=unc("aggregate"),
-            remapped_correctable=_int(_x(g, "remapped_rows/remapped_row_corr")),
-            remapped_uncorrectable=_int(_x(g, "remapped_rows/remapped_row_unc")),
-            remapped_pending=_bool(_x(g, "remapped_rows/remapped_row_pending")),
-            remapped_failure=_bool(_x(g, "remapped_rows/remapped_row_failure")),
-            pcie_gen=_int(_x(g, "pci/pci_gpu_link_info/pcie_gen/current_link_gen")),
-            pcie_gen_max=_int(_x(g, "pci/pci_gpu_link_info/pcie_gen/max_link_gen")),
-            pcie_width=_int(_x(g, "pci/pci_gpu_link_info/link_widths/current_link_width")),
-            pcie_width_max=_int(_x(g, "pci/pci_gpu_link_info/link_widths/max_link_width")),
-        ))
-    return tuple(out)
+    gpus = tuple(_xml_gpu(i, g) for i, g in enumerate(root.iter("gpu")))
+    if not gpus:
+        raise ParseError("nvidia-smi -q -x", "no <gpu> element")
+    return gpus
 
 
-def parse_any(text: str) -> tuple[GpuTelemetry, ...]:
-    """XML, ``-q`` text or ``--query-gpu`` CSV, recognised by content. Raises ParseError."""
+def xml_format(text: str) -> str:
+    """``nvidia-smi -q -x (DTD nvsmi_device_v12, driver 535.54.03)`` from the document's head."""
+    dtd = re.search(r"nvsmi_device_(v\d+)\.dtd", text[:400])
+    drv = re.search(r"<driver_version>([^<]+)<", text[:2000])
+    parts = [f"DTD nvsmi_device_{dtd.group(1)}" if dtd else "no DTD", f"driver {drv.group(1)}" if drv else None]
+    return "nvidia-smi -q -x (" + ", ".join(p for p in parts if p) + ")"
+
+
+def read_gpus(text: str) -> tuple[str, tuple[GpuHealth, ...]]:
+    """(format detected, GPU snapshots) from XML, ``-q`` text or ``--query-gpu`` CSV.
+
+    Raises ParseError naming the format it took the text for."""
     s = text.lstrip()
-    if s.startswith("<?xml") or s.startswith("<nvidia_smi_log"):
-        return parse_q_xml(text)
+    if s.startswith("<?xml") or s.startswith("<nvidia_smi_log") or "<nvidia_smi_log" in s[:300]:
+        return xml_format(text), parse_q_xml(text)
     if re.search(r"^GPU [0-9A-Fa-f]{4,8}:", text, re.M):
-        return parse_q_text(text)
-    return parse_query_gpu(text)
+        drv = re.search(r"^Driver Version\s*:\s*(\S+)", text, re.M)
+        return f"nvidia-smi -q{f' (driver {drv.group(1)})' if drv else ''}", parse_q_text(text)
+    gpus = parse_query_gpu(text)
+    if not gpus:
+        raise ParseError("nvidia-smi output", "neither -q -x XML, -q text nor a --query-gpu CSV row")
+    return "nvidia-smi --query-gpu CSV", tuple(GpuHealth(g, _bool(g.ecc_mode)) for g in gpus)
 
 
-@dataclass(frozen=True, slots=True)
-class GpuProblem:
-    gpu: str  # "GPU 3 (0000:9b:00)"
-    kind: str  # ecc, remap, thermal, power, throttle, pcie
-    severity: str
-    text: str
+def attached(text: str) -> int | None:
+    """How many GPU blocks the output announces (``Attached GPUs : 8`` / ``<attached_gpus>``),
+    summed over the snapshots a capture holds; None when it does not say."""
+    counts = re.findall(r"^Attached GPUs\s*:\s*(\d+)|<attached_gpus>\s*(\d+)", text, re.M)
+    return sum(int(a or b) for a, b in counts) if counts else None
 
 
-def check_gpu(g: GpuTelemetry, temp_warn_c: float = 85.0) -> list[GpuProblem]:
-    """Rules for one GPU; thresholds from the plugin config."""
-    name = f"GPU {g.index}" + (f" ({norm_pci(g.pci_bus_id)})" if g.pci_bus_id else "")
-    out: list[GpuProblem] = []
+def parse_any(text: str) -> tuple[GpuHealth, ...]:
+    """GPU snapshots from any nvidia-smi form (see read_gpus). Raises ParseError."""
+    return read_gpus(text)[1]
 
-    def add(kind: str, sev: str, text: str) -> None:
-        out.append(GpuProblem(name, kind, sev, f"{name}: {text}"))
 
-    if g.ecc_uncorr_volatile:
-        add("ecc", "CRIT", f"{g.ecc_uncorr_volatile} uncorrectable ECC errors since the driver loaded")
-    if g.remapped_failure:
-        add("remap", "CRIT", "row remapping failed: the GPU is out of spare rows (RMA)")
-    if g.remapped_pending:
-        add("remap", "WARN", "a row remap is pending: reset the GPU to activate it")
-    if g.remapped_uncorrectable:
-        add("remap", "WARN", f"{g.remapped_uncorrectable} rows remapped for uncorrectable errors")
-    if g.temp_gpu is not None and g.temp_gpu >= temp_warn_c:
-        add("thermal", "WARN", f"temperature {g.temp_gpu:g} C (threshold {temp_warn_c:g} C)")
-    if g.power_w is not None and g.power_limit_w and g.power_w > g.power_limit_w * 1.02:
-        add("power", "WARN", f"power draw {g.power_w:g} W above its limit {g.power_limit_w:g} W")
-    bad = [r for r in g.clock_events if r in ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")]
-    if bad:
-        add("throttle", "WARN", "clocks held back: " + ", ".join(bad))
-    if g.pcie_degraded:
-        add("pcie", "WARN", f"PCIe link x{g.pcie_width} below its maximum x{g.pcie_width_max}")
-    busy = g.util_gpu is not None and g.util_gpu >= 50
-    if busy and g.pcie_gen and g.pcie_gen_max and g.pcie_gen < g.pcie_gen_max:
-        # at idle the link drops its generation to save power; under load it should not
-        add("pcie", "WARN", f"PCIe gen {g.pcie_gen} below its maximum {g.pcie_gen_max} under load")
-    return out
+def distinct(gpus: tuple[GpuHealth, ...]) -> int:
+    """How many physical GPUs the snapshots describe (an idle and a load -q of one GPU are one)."""
+    return len({g.key for g in gpus})
+
+
+from .gpurules import GpuProblem, check_gpu, gpu_name  # noqa: E402  (the rules; kept importable from here)
+
+__all__ = ["GpuHealth", "GpuProblem", "attached", "check_gpu", "distinct", "gpu_name", "parse_any", "parse_q_text", "parse_q_xml", "read_gpus"]

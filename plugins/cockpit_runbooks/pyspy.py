@@ -22,6 +22,10 @@ COLLECTIVES = frozenset({
     "monitored_barrier", "all_to_all", "all_to_all_single", "reduce", "gather", "scatter",
     "send", "recv", "isend", "irecv", "batch_isend_irecv", "wait", "synchronize",
 })
+# Names that are also plain Python (threading's Condition.wait, queue's get, a
+# socket's send): they count only in a frame of torch, NCCL or DeepSpeed code.
+_GENERIC = frozenset({"wait", "synchronize", "send", "recv", "reduce", "gather", "scatter"})
+_DISTRIBUTED_FILE = re.compile(r"torch|nccl|deepspeed|megatron|c10d", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +76,36 @@ def parse_dump(text: str) -> Dump:
     return Dump(pid, command, tuple(threads))
 
 
+def parse_dumps(text: str) -> list[Dump]:
+    """Every ``py-spy dump`` in a saved file (one per ``Process N:`` header, in order);
+    shell prompts and other lines between them are ignored. A paste of the thread
+    stacks alone (no ``Process`` header, as guides quote them) is one dump."""
+    chunks: list[list[str]] = []
+    for line in text.splitlines():
+        if _PROCESS.match(line):
+            chunks.append([])
+        if chunks:
+            chunks[-1].append(line)
+    if not chunks:
+        chunks = [text.splitlines()]
+    return [d for d in (parse_dump("\n".join(c)) for c in chunks) if d.threads]
+
+
+def label(d: Dump) -> str:
+    """``pid 544360``: how a saved dump is named (py-spy does not print the rank);
+    ``thread 835995`` (the main thread's id) for a paste without its Process line."""
+    if d.pid is not None:
+        return f"pid {d.pid}"
+    main = next((t for t in d.threads if t.name == "MainThread"), d.threads[0] if d.threads else None)
+    return f"thread {main.tid}" if main else "dump"
+
+
 def in_collective(frames: tuple[str, ...]) -> str | None:
     """The first collective frame of a stack, or None."""
     for f in frames:
-        func = f.split(" (", 1)[0].rsplit(".", 1)[-1]
-        if func in COLLECTIVES:
+        name, _, where = f.partition(" (")
+        func = name.rsplit(".", 1)[-1]
+        if func in COLLECTIVES and (func not in _GENERIC or _DISTRIBUTED_FILE.search(where)):
             return f
     return None
 

@@ -34,6 +34,33 @@ XID_CASES = [
      {"0000:0b:00": "RESET_GPU"}),
     ("pop-os-issue3363-xid79-journalctl-EXCERPT.txt", [(79, "0000:01:00", None), (None, "0000:01:00", None)],
      {"0000:01:00": "RESTART_BM"}),
+    # the driver's three-line message, joined (no Xid line at all)
+    ("nvsentinel-issue155-multiline-fallen-off-bus-no-xid-EXCERPT.txt", [(None, "0000:b3:00", None)],
+     {"0000:b3:00": "RESTART_BM"}),
+    # eight Xid 45 lines on four GPUs, each naming its cause (149 on dc:00, 145 on the others);
+    # the eighth line is cut by the excerpt before "caused by"
+    ("open-gpu-kernel-modules-issue1150-xid45-caused-by-previous-xid145-149-EXCERPT.txt",
+     [(45, "0000:dc:00", 1818990), (45, "0000:ed:00", 1818992), (45, "0000:ba:00", 1818989), (45, "0000:97:00", 1818987),
+      (45, "0000:dc:00", 1818990), (45, "0000:ba:00", 1818989), (45, "0000:ed:00", 1818992), (45, "0000:97:00", 1818987)],
+     {"0000:dc:00": "RESET_GPU", "0000:ed:00": "RESET_GPU", "0000:ba:00": "RESET_GPU", "0000:97:00": "RESET_GPU"}),
+    # GSP heartbeat + RPC timeout, no Xid line; the driver names the GPU "GPU6" (no bus id);
+    # the heartbeat line is printed twice and counts once
+    ("open-gpu-kernel-modules-issue1230-gsp-heartbeat-timeout-no-xid-EXCERPT.txt", [(None, "GPU6", None)] * 2,
+     {"GPU6": "RESET_GPU"}),
+    # legacy form without "PCI:" (2012 drivers)
+    ("forum-2012-legacy-xid13-no-pci-prefix-syslog-EXCERPT.txt", [(13, "0000:03:00", None)], {"0000:03:00": "RESTART_APP"}),
+    ("forum-2012-legacy-xid16-no-pci-prefix-wrapped.txt", [(16, "0000:01:00", None)], {"0000:01:00": "CONTACT_SUPPORT"}),
+    # dmesg --time-format=iso: DBE (48) with a row remap (63) on the same GPU -> WORKFLOW_XID_48 drain and reset
+    ("gpud-dmesg-time-format-iso-xid48-63-94.log", [(48, "0000:19:00", None), (63, "0000:19:00", None), (94, "0000:19:00", None)]
+     + [(94, "0000:19:00", 1248209)] * 8, {"0000:19:00": "DRAIN_AND_RESET"}),
+    # NVLink5 Xids: Fatal -> reset; Nonfatal -> watch (contact support); 94 contained -> restart the app
+    ("gpud-pr1174-nvlink5-xid149-145-and-94-kmsg-lines-EXCERPT.txt",
+     [(149, "0019:01:00", None), (149, "0000:00:00", None), (145, "0018:01:00", None), (94, "0000:9b:00", 1234)],
+     {"0019:01:00": "RESET_GPU", "0000:00:00": "RESET_GPU", "0018:01:00": "CONTACT_SUPPORT", "0000:9b:00": "RESTART_APP"}),
+    # AER surprise-down on the GPU's root port, then the driver's Xid 79 (the AER lines are no Xid)
+    ("gpu-burn-issue1-aer-surprise-down-then-xid79-EXCERPT.txt", [(79, "0000:02:00", None)], {"0000:02:00": "RESTART_BM"}),
+    # dmesg -H: only AER lines, no NVRM line at all
+    ("returnn-issue1500-dmesg-H-relative-stamps-aer-fatal-EXCERPT.txt", [], {}),
 ]
 
 
@@ -54,6 +81,10 @@ def test_xid_wrappers_give_their_time_stamps():
     assert _xid("gpud-dmesg-decode-iso-xid13-xid43-oom.log")[0].stamp == "2025-01-21T04:41:44,283302+00:00"
     assert _xid("pop-os-issue3363-xid79-journalctl-EXCERPT.txt")[0].stamp == "Apr 29 19:24:11"
     assert _xid("open-gpu-kernel-modules-issue446-xid154-gsp-rpc-timeout-EXCERPT.txt")[0].stamp == "2026-04-22T21:30:51.870495804Z"
+    # dmesg --time-format=iso (no "kern  :warn  :" decode prefix): the stamp was dropped before
+    assert _xid("gpud-dmesg-time-format-iso-xid48-63-94.log")[0].stamp == "2024-11-15T12:02:03,470068+00:00"
+    assert _xid("forum-2012-legacy-xid13-no-pci-prefix-syslog-EXCERPT.txt")[0].stamp == "May 10 22:25:01"
+    assert _xid("nvsentinel-issue155-multiline-fallen-off-bus-no-xid-EXCERPT.txt")[0].stamp == "1843.308145"
 
 
 def test_xid_pid_name_and_message_fields():
@@ -81,6 +112,7 @@ def test_workflows_of_48_and_45_depend_on_the_other_xids_of_the_gpu():
     assert xid.classify(e48, [48, 63]).action == "DRAIN_AND_RESET"
     e45 = xid.XidEvent(1, "0000:01:00", 45, "")
     assert xid.classify(e45).action == "RESTART_FM"
+    assert xid.classify(xid.XidEvent(1, "0000:01:00", 45, "Ch 0000000c caused by previous Xid 145", caused_by=145)).action == "IGNORE"
     assert xid.classify(e45, [45, 79]).action == "IGNORE"
     assert xid.classify(xid.XidEvent(1, "x", 9999, "")).action == "CONTACT_SUPPORT"
 
@@ -111,6 +143,37 @@ WD_CASES = {
         7: {"pg": None, "seq": 64088, "op": "ALLREDUCE", "numel_in": None, "timeout_ms": 1800000, "ran_for_ms": 25625251,
             "last_enqueued": None, "last_completed": None, "timeouts": 1},
     },
+    # heartbeat monitor: "Heartbeat monitor timed out!" and "watchdog got stuck for 600 seconds" per rank;
+    # the excerpt's last line ("[rank0]:[E ProcessGroupN") is cut
+    "deim-issue105-heartbeat-monitor-watchdog-stuck-EXCERPT.log": {
+        0: {"heartbeat": 1, "timeouts": 0}, 1: {"heartbeat": 2, "timeouts": 0}, 2: {"heartbeat": 1, "timeouts": 0}},
+    # "[rank4]:... [PG 5 Rank 0]": global rank 4 is PG 5's rank 0; two ranks, not one
+    "xdit-issue147-heartbeat-pg5-hard-wrapped-EXCERPT.log": {0: {"heartbeat": 2}, 4: {"heartbeat": 1}},
+    "sglang-issue1691-no-heartbeat-first-pg-pg3-EXCERPT.log": {
+        0: {"heartbeat": 1}, 1: {"heartbeat": 1}, 2: {"heartbeat": 1}, 6: {"heartbeat": 2}, 7: {"heartbeat": 2}},
+    # "[PG ID 0 PG GUID 0(default_pg) Rank 1] Exception ..." (GUID header with the old wording); rank 2's line is cut
+    "basicsr-issue737-pg-guid-default-pg-exception-wording-EXCERPT.log": {
+        0: {"pg": "0", "pg_guid": "0(default_pg)", "seq": 808, "ran_for_ms": 600030, "last_enqueued": 811, "last_completed": 807},
+        1: {"pg": "0", "pg_guid": "0(default_pg)", "seq": 808, "ran_for_ms": 600020, "last_enqueued": 811, "last_completed": 807},
+        2: {"pg": None, "seq": 808, "ran_for_ms": 600061, "last_completed": None}},
+    # global rank 9 ("[Rank 1]" in its TP and EP groups) timed out in PG 5 (TP, SeqNum 49387) and PG 12
+    # (EP, ALLTOALL_BASE SeqNum 52229); ranks 8 and 0 only logged flight-recorder dump signals
+    "nemo-rl-ray-megatron-tp-ep-pg-guid-names-dump-signal.log": {
+        9: {"pg": "12", "pg_guid": "100(EXPERT_MODEL_PARALLEL_GROUP)", "seq": 52229, "op": "ALLTOALL_BASE",
+            "last_enqueued": 52258, "last_completed": 52228, "timeouts": 2},
+        8: {"timeouts": 0, "dumps": 1}, 0: {"timeouts": 0, "dumps": 2}},
+    "ml-engineering-nccl-warn-net-ib-file-line-prefix-wrapped.log": {},
+    "ml-engineering-nccl-warn-socket-h-connect-refused.log": {},
+    # ANSI colour code and a Ray worker prefix before "[rank1]:"; torch 2.3's "Timeout at NCCL work:
+    # 158046, last enqueued NCCL work: 158046, last completed NCCL work: 158045"; the timeout line
+    # is printed twice (watchdog line and thread exception) and counts once
+    "vllm-issue6042-ray-worker-ansi-prefix-timeout-at-nccl-work-EXCERPT.log": {
+        1: {"pg": "1", "seq": 158046, "op": "GATHER", "numel_in": 2867200, "numel_out": 0, "timeout_ms": 600000,
+            "ran_for_ms": 600027, "last_enqueued": 158046, "last_completed": 158045, "timeouts": 1}},
+    # a log viewer's "[1830] " line numbers before "[rank3]:"; "[PG ID 1 PG GUID 1 Rank 3] timed out after
+    # waiting for 60000ms flight recorder dumps to finish" is a flight-recorder line of global rank 3
+    "llamafactory-issue8261-line-number-prefix-pg-guid-flight-recorder-wait-EXCERPT.log": {
+        3: {"timeouts": 0, "dumps": 1}},
 }
 
 
@@ -133,6 +196,16 @@ def test_the_rank_behind_is_named():
     v = watchdog.compare(ds)
     assert v.behind == () and v.in_sync and ds.flight_recorder_off
     assert not legacy.flight_recorder_off
+
+
+def test_nccl_warn_lines_with_a_source_file_prefix_and_a_hard_wrap():
+    log = watchdog.parse((WD / "ml-engineering-nccl-warn-net-ib-file-line-prefix-wrapped.log").read_text())
+    assert [(w.host, w.pid, w.device, w.message) for w in log.warns] == [
+        ("node-2", 5776, 0, "NET/IB : Got completion from peer 10.2.0.5<33092> with error 12, opcode 0, len 0, "
+         "vendor err 129 (Recv)")]
+    log = watchdog.parse((WD / "ml-engineering-nccl-warn-socket-h-connect-refused.log").read_text())
+    assert [(w.host, w.pid, w.device, w.message) for w in log.warns] == [
+        ("r11i6n2", 486514, 1, "Connect to 10.148.3.247<56821> failed : Connection refused")]
 
 
 def test_nccl_warn_line_structure():
@@ -174,11 +247,17 @@ def test_infiniband_dump_format_matches_the_directory_reader():
     assert (dumped[0].counters, dumped[0].state, dumped[0].rate_gbps) == (direct.counters, direct.state, direct.rate_gbps)
 
 
+def _checked(g, **kw):
+    return [(p.kind, p.severity) for p in gpuhealth.check_gpu(g, **kw) if p.checked]
+
+
 def test_nvidia_smi_q_text_ecc_and_remap():
     (g,) = gpuhealth.parse_any((DATA / "nvidia-smi-q/nvidia-smi-q-ecc-row-remap-pending-a100-xid63-ml-engineering.txt").read_text())
     assert (g.ecc_corr_volatile, g.ecc_uncorr_volatile, g.ecc_corr_aggregate) == (177, 0, 177)
     assert (g.remapped_correctable, g.remapped_uncorrectable, g.remapped_pending, g.remapped_failure) == (1, 0, True, False)
-    assert [(p.kind, p.severity) for p in gpuhealth.check_gpu(g)] == [("remap", "WARN")]
+    assert _checked(g) == [("remap", "WARN")]
+    # the excerpt has no temperature, power or PCIe section: those rules say "not checked"
+    assert {p.kind for p in gpuhealth.check_gpu(g) if not p.checked} == {"thermal", "power", "throttle", "pcie"}
 
 
 def test_nvidia_smi_q_xml():
@@ -186,8 +265,8 @@ def test_nvidia_smi_q_xml():
     assert (g.index, g.temp_gpu, g.power_w, g.power_limit_w) == (1, 27.0, 67.03, 500.0)
     assert (g.pcie_gen, g.pcie_gen_max, g.pcie_width, g.pcie_width_max) == (4, 4, 16, 16)
     assert (g.clock_event_reasons, g.ecc_uncorr_volatile, g.remapped_pending) == (0, 0, None)
-    assert gpuhealth.check_gpu(g) == []
-    assert [p.kind for p in gpuhealth.check_gpu(g, temp_warn_c=20)] == ["thermal"]
+    assert _checked(g) == []
+    assert [k for k, _ in _checked(g, temp_warn_c=20)] == ["thermal"]
 
 
 def test_nvidia_smi_query_csv_reuses_the_telemetry_parser():
@@ -196,7 +275,7 @@ def test_nvidia_smi_query_csv_reuses_the_telemetry_parser():
         pytest.skip("tests/data/nvidia-smi (telemetry helper's copy) is absent")
     (g,) = gpuhealth.parse_any(idle.read_text())
     assert g.clock_events == ("gpu_idle",) and not g.pcie_degraded
-    assert gpuhealth.check_gpu(g) == []
+    assert _checked(g) == []
 
 
 def test_pyspy_dump_groups_and_odd_rank():
