@@ -3,9 +3,12 @@
 Without ``--yes`` a runbook only proposes its actions (the exact argv is
 shown); ``--yes`` executes them through the actions layer (audit, read-only),
 ``--dry-run`` records what would run. Files copied off a node feed the probes
-that read logs (``--kernel-log``, ``--job-log``, ``--nvidia-smi``, ``--ib-root``).
-Exit codes by the worst finding: 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN (also for
-bad input, as for ``cockpit check``).
+that read them (``--kernel-log``, ``--job-log``, ``--nvidia-smi``, ``--nvlink``,
+``--py-spy``, ``--slurm-file``, ``--ib-root``). Files without ``--job`` are a
+post-mortem: nothing connects anywhere, a probe with no file for it is n/a, and
+actions are proposed only once ``--node`` names the node the files came from.
+Exit codes by the verdict rule (docs/verdicts.md): 0 OK, 1 WARN, 2 CRIT,
+3 UNKNOWN (nothing could be judged; also for bad input, as for ``cockpit check``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,11 @@ def register(sub) -> None:
     rp.add_argument("--kernel-log", action="append", default=[], metavar="FILE", help="kernel log file instead of dmesg on the node (repeatable)")
     rp.add_argument("--job-log", action="append", default=[], metavar="FILE", help="job output file instead of the job's own (repeatable)")
     rp.add_argument("--nvidia-smi", action="append", default=[], metavar="FILE", help="saved nvidia-smi output (-q, -q -x or --query-gpu CSV)")
+    rp.add_argument("--nvlink", action="append", default=[], metavar="FILE", help="saved `nvidia-smi nvlink --status`")
+    rp.add_argument("--py-spy", action="append", default=[], metavar="FILE", dest="py_spy",
+                    help="saved `py-spy dump` output of the job's processes (repeatable)")
+    rp.add_argument("--slurm-file", action="append", default=[], metavar="FILE",
+                    help="saved seff, sacct, sshare, sdiag --json or scontrol show reservation output (repeatable)")
     rp.add_argument("--ib-root", metavar="DIR", help="a copy of /sys/class/infiniband to read instead of the node's")
     rp.add_argument("--stale-after", type=float, metavar="S", help="seconds without output that count as not progressing")
     rp.add_argument("--yes", action="store_true", help="do the proposed actions (otherwise only propose)")
@@ -74,17 +82,21 @@ def build_context(session, args, progress):
 
 
 def _print_text(report) -> None:
-    print(f"{report.severity.name}: {report.summary()}")
+    from cockpit.core.joblog import sanitize  # cluster strings are shown as text, escapes stripped
+
+    print(f"{report.severity.name}: {sanitize(report.summary())}")
+    for src in report.inputs:
+        print(f"  input: {sanitize(src)}")
     for s in report.steps:
-        print(f"- [{s.status}] {s.id}: {s.title}" + (f" ({s.why})" if s.why else ""))
+        print(f"- [{s.status}] {s.id}: {s.title}" + (f" ({sanitize(s.why)})" if s.why else ""))
         for f in s.findings:
-            print(f"    [{f.severity.name}] {f.title}")
+            print(f"    [{f.severity.name}] {sanitize(f.title)}")
             if f.detail:
-                print(f"        {f.detail}")
+                print(f"        {sanitize(f.detail)}")
             for ev in f.evidence[:8]:
-                print(f"        - {ev}")
+                print(f"        - {sanitize(ev)}")
             if f.fix:
-                print(f"        fix: {f.fix}")
+                print(f"        fix: {sanitize(f.fix)}")
         for argv in s.argv:
             import shlex
 
@@ -102,7 +114,8 @@ async def run_runbook(args, session) -> int:
         book = books.get(args.name)
         if book is None:
             raise UsageError(f"unknown runbook {args.name!r} (known: {', '.join(sorted(books)) or 'none'})")
-        files = args.kernel_log or args.job_log or args.nvidia_smi or args.ib_root
+        files = args.kernel_log or args.job_log or args.nvidia_smi or args.ib_root or args.nvlink or args.py_spy \
+            or args.slurm_file
         if not (args.job or args.node or files):
             raise UsageError(f"runbook {book.name} needs --job ID or --node NODE (or log files)")
         if args.yes and args.dry_run:
@@ -113,7 +126,8 @@ async def run_runbook(args, session) -> int:
         print(f"cockpit: {exc}", file=sys.stderr)
         return CHECK_UNKNOWN
     rc = RunContext(ctx, job_id=args.job, node=args.node, kernel_logs=tuple(args.kernel_log),
-                    job_logs=tuple(args.job_log), smi_files=tuple(args.nvidia_smi), ib_root=args.ib_root)
+                    job_logs=tuple(args.job_log), smi_files=tuple(args.nvidia_smi), ib_root=args.ib_root,
+                    nvlink_files=tuple(args.nvlink), pyspy_files=tuple(args.py_spy), slurm_files=tuple(args.slurm_file))
     mode = "act" if args.yes else "dry-run" if args.dry_run else "propose"
     try:
         report = await run(book, rc, mode)

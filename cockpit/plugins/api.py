@@ -128,7 +128,7 @@ def worst(findings: Sequence[Finding], default: Severity = Severity.OK) -> Sever
 
 def verdict(findings: Sequence[Finding]) -> Severity:
     """worst() of the findings, UNKNOWN when there are none: nothing was judged."""
-    return worst(findings, Severity.UNKNOWN) if findings else Severity.UNKNOWN
+    return worst(findings) if findings else Severity.UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)

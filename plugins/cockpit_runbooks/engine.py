@@ -16,6 +16,7 @@ from typing import Any
 
 from cockpit.plugins.api import (
     ACTION_NAMES,
+    NOT_APPLICABLE,
     CockpitError,
     ConfirmationNeeded,
     Finding,
@@ -23,11 +24,11 @@ from cockpit.plugins.api import (
     Severity,
     check_job_id,
     expand_nodes,
-    worst,
+    verdict,
 )
 
-from . import probes_job, probes_node
-from .context import ProbeResult, RunContext
+from . import probes_gpu, probes_job, probes_node, probes_slurm
+from .context import NotApplicable, ProbeResult, RunContext
 from .model import Runbook, StepSpec
 
 PROBES: dict[str, Callable[..., Any]] = {
@@ -36,9 +37,11 @@ PROBES: dict[str, Callable[..., Any]] = {
     "pyspy_stacks": probes_job.pyspy_stacks,
     "folklore": probes_job.folklore,
     "kernel_xid": probes_node.kernel_xid,
-    "gpu_health": probes_node.gpu_health,
+    "gpu_health": probes_gpu.gpu_health,
+    "nvlink_status": probes_gpu.nvlink_status,
     "ib_ports": probes_node.ib_ports,
     "pcie_aer": probes_node.pcie_aer,
+    "slurm_records": probes_slurm.slurm_records,
 }
 # requeue-exclude is the runbooks' own: requeuehold, ExcNodeList, release (see _requeue_exclude).
 PLUGIN_ACTIONS = ("requeue-exclude",)
@@ -52,17 +55,18 @@ def action_names() -> tuple[str, ...]:
 class StepOutcome:
     id: str
     title: str
-    status: str  # ran, skipped, failed, proposed, done, dry-run, refused, action-failed
+    status: str  # ran, skipped, n/a, failed, proposed, done, dry-run, refused, action-failed
     why: str = ""
     findings: list[Finding] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     argv: list[list[str]] = field(default_factory=list)  # the exact commands of an action
     results: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # "<file>: <format detected>" of each file read
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "status": self.status, "why": self.why,
                 "findings": [f.to_dict() for f in self.findings], "evidence": self.evidence,
-                "argv": self.argv, "results": self.results}
+                "inputs": self.sources, "argv": self.argv, "results": self.results}
 
 
 @dataclass
@@ -75,21 +79,33 @@ class RunReport:
 
     @property
     def severity(self) -> Severity:
-        return worst(self.findings)
+        """The verdict rule (cockpit.plugins.api.verdict): CRIT > WARN > UNKNOWN > OK;
+        n/a steps add no finding; no finding at all is UNKNOWN."""
+        return verdict(self.findings)
 
     @property
     def exit_code(self) -> int:
         return int(self.severity)
 
+    @property
+    def inputs(self) -> list[str]:
+        """Every file read, with the format detected, once."""
+        return list(dict.fromkeys(src for s in self.steps for src in s.sources))
+
     def summary(self) -> str:
         counts = {s: sum(1 for f in self.findings if f.severity == s) for s in Severity}
         bad = [f.title for f in self.findings if f.severity in (Severity.CRIT, Severity.WARN)]
         head = f"{counts[Severity.CRIT]} CRIT, {counts[Severity.WARN]} WARN"
+        if not self.findings:
+            head = "nothing could be judged"
+        na = sum(1 for s in self.steps if s.status == NOT_APPLICABLE)
+        if na:
+            head += f", {na} step(s) n/a"
         return f"{self.runbook} {self.target}: {head}" + (f"; {bad[0]}" if bad else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"runbook": self.runbook, "target": self.target, "status": self.severity.name,
-                "exit_code": self.exit_code, "summary": self.summary(),
+                "exit_code": self.exit_code, "summary": self.summary(), "inputs": self.inputs,
                 "steps": [s.to_dict() for s in self.steps],
                 "findings": [f.to_dict() for f in self.findings],
                 "facts": {k: v for k, v in self.facts.items() if isinstance(v, (str, int, float, list, type(None)))}}
@@ -154,6 +170,10 @@ async def _plan(rc: RunContext, step: StepSpec):
 
 
 async def _act(rc: RunContext, step: StepSpec, out: StepOutcome, mode: str) -> None:
+    if rc.files_only and not rc.node:
+        # A post-mortem on files alone names no node: an action would target a file path.
+        out.status, out.why = NOT_APPLICABLE, "post-mortem: no node named; give --node NODE to propose it"
+        return
     try:
         plan = await _plan(rc, step)
     except KeyError as exc:
@@ -223,7 +243,8 @@ async def run_runbook(book: Runbook, rc: RunContext, mode: str = "propose",
         if step.id not in seen:
             outcomes.append(StepOutcome(step.id, step.title, "skipped", "not reached: an earlier step jumped past it"))
     outcomes.sort(key=lambda o: ids.index(o.id))
-    return RunReport(book.name, f"job {rc.job_id}" if rc.job_id else f"node {rc.node}" if rc.node else "files", outcomes, rc.findings, rc.facts)
+    target = f"job {rc.job_id}" if rc.job_id else f"node {rc.node}" if rc.node else "files"
+    return RunReport(book.name, target, outcomes, rc.findings, rc.facts)
 
 
 async def _probe(rc: RunContext, step: StepSpec, out: StepOutcome) -> None:
@@ -232,6 +253,9 @@ async def _probe(rc: RunContext, step: StepSpec, out: StepOutcome) -> None:
         args.setdefault("via", step.via)
     try:
         res = await PROBES[step.probe](rc, args)
+    except NotApplicable as exc:
+        out.status, out.why = NOT_APPLICABLE, str(exc)
+        return
     except CockpitError as exc:
         res = ProbeResult()
         res.add("UNKNOWN", "probe.failed", f"{step.probe}: {exc}")
@@ -246,7 +270,8 @@ async def _probe(rc: RunContext, step: StepSpec, out: StepOutcome) -> None:
         out.status = "failed"
     out.findings = _override(res, step)
     out.evidence = res.evidence
+    out.sources = res.sources
     rc.findings.extend(out.findings)
     rc.facts.update(res.facts)
-    for line in res.evidence:
+    for line in res.sources + res.evidence:
         rc.say("  " + re.sub(r"\s+", " ", line)[:300])

@@ -8,17 +8,15 @@ node (post-mortem).
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from cockpit.plugins.api import JobLogError, path_for, sanitize
-from cockpit.plugins.api import CockpitError
+from cockpit.plugins.api import CockpitError, JobLogError, path_for, sanitize
 
 from . import pyspy, watchdog
-from .context import ProbeResult, RunContext, run_on_node
+from .context import ProbeResult, RunContext, run_on_node, run_on_slurm_host
 
 _TAIL_BYTES = 4 * 1024 * 1024
 
@@ -46,7 +44,7 @@ def _log_paths(job: Any) -> list[str]:
 
 async def _here_or_on_node(rc: RunContext, job: Any, argv: list[str]):
     """Where Slurm's commands run first (a shared filesystem), else on the job's first node."""
-    out = await rc.ctx.probes.on_slurm_host(argv)
+    out = await run_on_slurm_host(rc, argv)
     if out.ok or job is None or not job.nodes:
         return out
     return await run_on_node(rc, job.nodes[0], argv)
@@ -58,12 +56,16 @@ async def _mtime(rc: RunContext, path: str, job: Any) -> float | None:
 
 
 async def job_progress(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
-    """Job state, elapsed time and the age of the last line written to its stdout/stderr."""
+    """Job state, elapsed time and the age of the last line written to its stdout/stderr.
+
+    Judged on the live job's own output files only: a copied --job-log's mtime says
+    when it was copied, not when the job last wrote (a post-mortem is n/a here)."""
     res = ProbeResult()
     stale = float(args.get("stale_after_s", rc.config.get("stale_after_s", 600)))
+    rc.live("progress (the age of the job's last output line)")
     job = await find_job(rc)
-    paths = list(rc.job_logs) or (_log_paths(job) if job else [])
-    if job is None and not rc.job_logs:
+    paths = _log_paths(job) if job else []
+    if job is None:
         res.add("UNKNOWN", "job.unknown", f"job {rc.job_id} is not in the queue", "nothing to judge progress on")
         return res
     now = time.time()
@@ -90,6 +92,9 @@ async def job_progress(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
 
 
 async def _read_logs(rc: RunContext, job: Any) -> dict[str, str]:
+    """{path: text} of --job-log files, else of the live job's stdout/stderr.
+
+    Raises CockpitError for an unreadable file, NotApplicable with neither."""
     if rc.job_logs:
         out = {}
         for p in rc.job_logs:
@@ -99,6 +104,7 @@ async def _read_logs(rc: RunContext, job: Any) -> dict[str, str]:
             except OSError as exc:
                 raise CockpitError(f"cannot read --job-log {p}: {exc.strerror or exc}") from None
         return out
+    rc.live("the job's output files")
     texts = {}
     for p in _log_paths(job) if job else []:
         res = await _here_or_on_node(rc, job, ["tail", "-c", str(_TAIL_BYTES), "--", p])
@@ -107,30 +113,30 @@ async def _read_logs(rc: RunContext, job: Any) -> dict[str, str]:
     return texts
 
 
-async def watchdog_logs(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
-    """PyTorch watchdog timeouts and NCCL WARN lines per rank; the rank behind."""
-    res = ProbeResult()
-    job = await find_job(rc)
-    texts = await _read_logs(rc, job)
-    if not texts:
-        res.add("UNKNOWN", "watchdog.nolog", "no job log to scan", "give --job-log FILE for a finished job")
-        return res
-    log = watchdog.WatchdogLog()
-    for text in texts.values():
-        watchdog.parse(text, log)
-    ranks = [log.ranks[r].to_dict() for r in sorted(log.ranks)]
-    res.data["ranks"] = ranks
-    for r in ranks:
-        res.evidence.append(
-            f"rank {r['rank']}: PG {r['pg']} SeqNum {r['seq']} {r['op']} NumelIn {r['numel_in']} NumelOut {r['numel_out']} "
-            f"Timeout(ms) {r['timeout_ms']} ran for {r['ran_for_ms']} ms, last enqueued {r['last_enqueued']}, last completed {r['last_completed']}")
+def _pg_name(r: dict) -> str:
+    return f"PG {r['pg_guid'] or r['pg']}" if r.get("pg") is not None else "a PG the log does not name"
+
+
+def _watchdog_findings(res: ProbeResult, log: watchdog.WatchdogLog, ranks: list[dict], world: Any) -> None:
     timed = [r for r in ranks if r["seq"] is not None]
     if timed:
         t = max(timed, key=lambda r: r["seq"])
         res.add("CRIT", "watchdog.timeout",
-                f"NCCL watchdog timeout on {len(timed)} rank(s): {t['op']} SeqNum {t['seq']} after {t['timeout_ms']} ms",
+                f"NCCL watchdog timeout on {len(timed)} rank(s): {t['op']} SeqNum {t['seq']} in {_pg_name(t)} after {t['timeout_ms']} ms",
                 evidence=res.evidence[-len(ranks):])
-    verdict = watchdog.compare(log, args.get("world"))
+    beat = [r for r in ranks if r["heartbeat"]]
+    if beat:
+        res.add("CRIT", "watchdog.heartbeat",
+                f"watchdog heartbeat lost on {len(beat)} rank(s) ({', '.join(str(r['rank']) for r in beat[:8])}): "
+                "the watchdog itself was stuck, so the process was aborted",
+                "a NCCL/CUDA call hung the watchdog thread (or another thread held the GIL in a CUDA call)",
+                fix="py-spy dump the ranks while hung; TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC sets the monitor's patience")
+    dumps = [r for r in ranks if r["dumps"]]
+    if dumps and not timed:
+        res.add("CRIT", "watchdog.dump_signal",
+                f"a collective timed out: flight-recorder dump signalled on {len(dumps)} rank(s)",
+                evidence=[f"rank {r['rank']}: {m}" for r in dumps for m in log.ranks[r["rank"]].dumps[:1]])
+    verdict = watchdog.compare(log, world)
     if verdict.behind:
         res.facts["straggler_ranks"] = list(verdict.behind)
         res.add("WARN", "straggler.logs", f"rank(s) behind by the logs: {', '.join(map(str, verdict.behind))}",
@@ -143,8 +149,40 @@ async def watchdog_logs(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
                 fix="set TORCH_NCCL_TRACE_BUFFER_SIZE (e.g. 2000) and TORCH_NCCL_DUMP_ON_TIMEOUT=1")
     for w in log.warns[:20]:
         res.add("WARN", "nccl.warn", f"NCCL WARN on {w.host} (pid {w.pid}, GPU {w.device}): {sanitize(w.message)[:200]}")
-    if not log.ranks and not log.warns:
-        res.add("OK", "watchdog.none", "no watchdog timeout and no NCCL WARN in the job's logs")
+
+
+async def watchdog_logs(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
+    """PyTorch watchdog timeouts, heartbeat-monitor aborts, flight-recorder dump
+    signals and NCCL WARN lines per rank; the rank behind.
+
+    A log that mentions ProcessGroupNCCL or NCCL errors in lines none of which was
+    understood is UNKNOWN, never OK."""
+    res = ProbeResult()
+    job = None if rc.files_only else await find_job(rc)
+    texts = await _read_logs(rc, job)
+    if not texts:
+        res.add("UNKNOWN", "watchdog.nolog", "no job log to scan", "give --job-log FILE for a finished job")
+        return res
+    log = watchdog.WatchdogLog()
+    for path, text in texts.items():
+        before = log.recognised
+        watchdog.parse(text, log)
+        res.sources.append(f"{path}: {log.recognised - before} PyTorch/NCCL watchdog line(s) recognised")
+    ranks = [log.ranks[r].to_dict() for r in sorted(log.ranks)]
+    res.data["ranks"] = ranks
+    for r in ranks:
+        if r["seq"] is not None or r["last_completed"] is not None:
+            res.evidence.append(
+                f"rank {r['rank']}: {_pg_name(r)} SeqNum {r['seq']} {r['op']} NumelIn {r['numel_in']} NumelOut {r['numel_out']} "
+                f"Timeout(ms) {r['timeout_ms']} ran for {r['ran_for_ms']} ms, last enqueued {r['last_enqueued']}, last completed {r['last_completed']}")
+    _watchdog_findings(res, log, ranks, args.get("world"))
+    if not res.findings:
+        if log.nccl_lines:
+            res.add("UNKNOWN", "watchdog.unread",
+                    f"{log.nccl_lines} line(s) mention ProcessGroupNCCL or NCCL errors, but none was understood",
+                    "an input that was not read is never judged healthy")
+        else:
+            res.add("OK", "watchdog.none", "no watchdog timeout and no NCCL WARN in the job's logs")
     return res
 
 
@@ -156,19 +194,17 @@ def _rank_of(environ: str) -> str | None:
     return None
 
 
-async def pyspy_stacks(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
-    """``py-spy dump`` every rank's process on every node over SSH; group identical stacks."""
+async def _live_stacks(rc: RunContext, args: Mapping[str, Any], res: ProbeResult,
+                       stacks: dict[str, tuple[str, ...]], where: dict[str, tuple[str, str]]) -> Any:
     from cockpit.plugins.api import node_processes
 
-    res = ProbeResult()
+    rc.live("py-spy dump of the job's processes")
     job = await find_job(rc)
     if job is None or not rc.ctx.probes.available:
         res.add("UNKNOWN", "stacks.unavailable", "cannot dump stacks: " + ("no live job" if job is None else rc.ctx.probes.why_not))
-        return res
+        return None
     spy = str(args.get("py_spy", rc.config.get("py_spy", "py-spy")))
     match = str(args.get("process_match", rc.config.get("process_match", "python")))
-    stacks: dict[str, tuple[str, ...]] = {}
-    where: dict[str, tuple[str, str]] = {}
     for node in job.nodes:
         try:
             procs = await node_processes(rc.ctx.probes, node, job.job_id)
@@ -188,18 +224,50 @@ async def pyspy_stacks(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
             stacks[label] = pyspy.parse_dump(dump.text).main
             where[label] = (node, str(p.pid))
             rc.say(f"py-spy {node} pid {p.pid} ({label}): {stacks[label][0] if stacks[label] else 'no frames'}")
+    return job
+
+
+def _file_stacks(rc: RunContext, res: ProbeResult, stacks: dict[str, tuple[str, ...]], where: dict[str, tuple[str, str]]) -> None:
+    from .probes_node import read_files
+
+    for path, text in read_files(rc.pyspy_files, "--py-spy").items():
+        dumps = pyspy.parse_dumps(text)
+        res.sources.append(f"{path}: py-spy dump, {len(dumps)} process(es)")
+        if not dumps:
+            res.add("UNKNOWN", "stacks.unreadable", "a --py-spy file holds no 'Process N:' / 'Thread' dump")
+        for d in dumps:
+            label = pyspy.label(d)
+            stacks[label] = d.main
+            where[label] = (rc.node or "-", str(d.pid) if d.pid is not None else "-")
+
+
+async def pyspy_stacks(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
+    """``py-spy dump`` every rank's process on every node over SSH, or read saved dumps
+    (--py-spy FILE); group identical stacks and name the one that stands out."""
+    res = ProbeResult()
+    stacks: dict[str, tuple[str, ...]] = {}
+    where: dict[str, tuple[str, str]] = {}
+    if rc.pyspy_files:
+        _file_stacks(rc, res, stacks, where)
+    elif await _live_stacks(rc, args, res, stacks, where) is None:
+        return res
     res.data["stacks"] = {k: {"node": where[k][0], "pid": where[k][1], "frames": list(v)} for k, v in stacks.items()}
     for frames, labels in pyspy.group_stacks(stacks):
         res.evidence.append(f"{len(labels)} x [{', '.join(labels)}]: " + " <- ".join(frames[:6]))
     odd = pyspy.find_odd(stacks)
     if odd:
         nodes = sorted({where[k][0] for k in odd.labels})
-        res.facts.update(straggler_node=nodes[0], straggler_nodes=",".join(nodes),
-                         straggler_rank=odd.labels[0].removeprefix("rank ").removeprefix("pid "))
-        res.add("CRIT", "stacks.straggler", f"straggler: {', '.join(odd.labels)} on {', '.join(nodes)}", odd.reason,
-                evidence=[f"{k} on {where[k][0]} (pid {where[k][1]}): " + " <- ".join(stacks[k][:6]) for k in odd.labels])
+        if nodes != ["-"]:
+            res.facts.update(straggler_node=nodes[0], straggler_nodes=",".join(nodes))
+        res.facts["straggler_rank"] = odd.labels[0].removeprefix("rank ").removeprefix("pid ")
+        res.add("CRIT", "stacks.straggler", f"straggler: {', '.join(odd.labels)}" + (f" on {', '.join(nodes)}" if nodes != ["-"] else ""),
+                odd.reason, evidence=[f"{k} (pid {where[k][1]}): " + " <- ".join(stacks[k][:6]) for k in odd.labels])
+    elif len(stacks) == 1:
+        (only, frames), = stacks.items()
+        at = pyspy.in_collective(frames) or (frames[0] if frames else "(no frames)")
+        res.add("UNKNOWN", "stacks.single", f"one process dumped ({only}, at {at}): no other stack to compare it with")
     elif stacks:
-        res.add("OK", "stacks.uniform", f"{len(stacks)} rank(s) dumped; no stack stands out")
+        res.add("OK", "stacks.uniform", f"{len(stacks)} process(es) dumped; no stack stands out")
     return res
 
 
@@ -216,12 +284,16 @@ REAL_VARIABLES = (
 async def folklore(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     """Flag invented or legacy NCCL/PyTorch variables in the batch script and logs."""
     res = ProbeResult()
-    job = await find_job(rc)
+    job = None if rc.files_only else await find_job(rc)
     texts = dict(await _read_logs(rc, job)) if (job or rc.job_logs) else {}
-    if job is not None:
-        out = await rc.ctx.probes.on_slurm_host(["scontrol", "write", "batch_script", str(job.job_id), "-"])
+    if job is not None and not rc.files_only:
+        out = await run_on_slurm_host(rc, ["scontrol", "write", "batch_script", str(job.job_id), "-"])
         if out.ok:
             texts["batch script"] = out.text
+    if not texts:
+        rc.live("the job's batch script and logs")
+        res.add("UNKNOWN", "folklore.nothing", "no batch script or job log could be read to check the variables")
+        return res
     for src, text in texts.items():
         if re.search(r"(?<![A-Z_])NCCL_TIMEOUT\b", text):
             res.add("WARN", "folklore.nccl_timeout", f"{src} sets NCCL_TIMEOUT, which is not an NCCL (or PyTorch) variable",

@@ -1,8 +1,11 @@
-"""Probes about nodes: Xid in the kernel log, GPU health, InfiniBand ports, PCIe AER.
+"""Probes about nodes: Xid in the kernel log, InfiniBand ports, PCIe AER (GPU health
+and NVLink are in probes_gpu).
 
 Node commands run over SSH, as an srun step or locally (step ``via``);
-``--kernel-log``, ``--nvidia-smi`` and ``--ib-root`` replace them with files
-copied off a node (post-mortem).
+``--kernel-log``, ``--nvidia-smi``, ``--nvlink`` and ``--ib-root`` replace them
+with files copied off a node (post-mortem). A run on files alone connects to
+nothing: a probe with no file for it is not applicable, and ``--node`` only
+names the node the files came from.
 """
 
 from __future__ import annotations
@@ -10,17 +13,18 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cockpit.plugins.api import CockpitError, ParseError
-from cockpit.plugins.api import query_argv
+from cockpit.plugins.api import CockpitError
 
-from . import gpuhealth, ib, xid
+from . import ib, xid
 from .context import ProbeResult, RunContext, run_on_nodes
 from .probes_job import find_job
 
 _AER = re.compile(r"AER: .*(error|Error)|PCIe Bus Error")
+_AER_FATAL = re.compile(r"Uncorrected \(Fatal\)|Surprise Down Error")
 # Resolved Xid action -> (finding code, severity, what to do)
 XID_FINDING = {
     "IGNORE": ("xid.ignore", "OK", "no action needed"),
@@ -33,7 +37,28 @@ XID_FINDING = {
 }
 
 
-def _read_files(paths: tuple[str, ...], what: str) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One text to judge: from a file (post-mortem) or from a node."""
+
+    node: str | None  # the node it came from; None for a file no --node names
+    path: str | None  # the file it was read from
+    text: str
+
+    def title(self, text: str, gpu: str = "") -> str:
+        """A finding's title naming the node and GPU (``node07 GPU 0000:9b:00: ...``); a
+        file no --node names gives only the GPU: its path is evidence, not a name."""
+        where = " ".join(p for p in (self.node, gpu) if p)
+        return f"{where}: {text}" if where else text
+
+
+def gpu_label(pci: str) -> str:
+    """``GPU 0000:9b:00``; the driver's own ``GPU6`` when it gave no bus id."""
+    return pci if pci.startswith("GPU") else f"GPU {pci}"
+
+
+def read_files(paths: tuple[str, ...], what: str) -> dict[str, str]:
+    """{path: text}. Raises CockpitError naming the file that cannot be read."""
     out = {}
     for p in paths:
         try:
@@ -43,26 +68,28 @@ def _read_files(paths: tuple[str, ...], what: str) -> dict[str, str]:
     return out
 
 
-async def _node_texts(rc: RunContext, files: tuple[str, ...], what: str, argv: list[str], via: str) -> tuple[dict[str, str], ProbeResult]:
-    """{node or file label: text} from files (post-mortem) or from each node."""
+async def node_sources(rc: RunContext, files: tuple[str, ...], what: str, argv: list[str], via: str) -> tuple[list[Source], ProbeResult]:
+    """The texts to judge: the files given, else ``argv`` on each node of --node/--job.
+
+    Raises NotApplicable in a run on files alone without such a file."""
     res = ProbeResult()
     if files:
-        label = rc.node
-        return {(label or p): t for p, t in _read_files(files, what).items()}, res
+        return [Source(rc.node, p, t) for p, t in read_files(files, what).items()], res
+    rc.live(f"{argv[0]} on the node (no {what} FILE given)")
     if rc.job_id and not rc.node:
         await find_job(rc)
     nodes = rc.nodes
     if not nodes:
         res.add("UNKNOWN", "probe.no_node", f"no node to check: give --job, --node or {what} FILE")
-        return {}, res
+        return [], res
     outs = await run_on_nodes(rc, nodes, argv, via)
-    texts = {}
+    srcs = []
     for n, o in outs.items():
         if o.ok:
-            texts[n] = o.text
+            srcs.append(Source(n, None, o.text))
         else:
             res.add("UNKNOWN", "probe.failed", f"{n}: {' '.join(argv[:2])} failed", o.error[:300])
-    return texts, res
+    return srcs, res
 
 
 def _history(rc: RunContext, node: str, pci: str) -> list[str]:
@@ -84,59 +111,66 @@ def _history(rc: RunContext, node: str, pci: str) -> list[str]:
     return hits
 
 
+def _event_name(e: xid.XidEvent) -> str:
+    """``Xid 79``; for a fault the driver logged without an Xid, what it was."""
+    if e.xid is not None:
+        return f"Xid {e.xid}"
+    return "GSP timeout (no Xid)" if e.kind == "gsp" else "fallen off the bus (no Xid)"
+
+
+def _names(v: xid.GpuVerdict) -> str:
+    names = []
+    for x in v.xids:
+        if x is None:
+            kinds = {e.kind for e, _ in v.events if e.xid is None}
+            names.append("GSP timeout without Xid" if "gsp" in kinds else "fall-off without Xid")
+        elif x == v.root_cause and x not in v.consequences:
+            names.append(f"Xid {x} (root cause, named by Xid 45)")
+        else:
+            names.append(f"Xid {x}" + (" (consequence)" if x in v.consequences else ""))
+    return ", ".join(dict.fromkeys(names))
+
+
+def _judge_source(rc: RunContext, src: Source, res: ProbeResult, drain: dict[str, list[str]]) -> None:
+    fmt = xid.detect_format(src.text)
+    if src.path:
+        res.sources.append(f"{src.path}: {fmt or 'no kernel log line recognised'}")
+    if fmt is None:
+        res.add("UNKNOWN", "xid.unreadable", src.title("not a kernel log (no dmesg/journalctl/NVRM line)"),
+                "an input that was not read is never judged healthy")
+        return
+    verdicts = xid.by_gpu(xid.parse_log(src.text))
+    if not verdicts:
+        res.add("OK", "xid.none", src.title(f"no Xid and no GPU fault in the kernel log ({fmt})"))
+    for v in verdicts:
+        code, sev, todo = XID_FINDING.get(v.action, ("xid.contact_support", "WARN", "contact support"))
+        ev = [f"line {e.line_no}: {e.stamp + ' ' if e.stamp else ''}{_event_name(e)} -> {c.action}: {e.message[:160]}"
+              for e, c in v.events[:8]]
+        res.evidence.extend(f"{src.node} {x}" if src.node else x for x in ev)
+        mnem = "; ".join(dict.fromkeys(c.mnemonic for _, c in v.events if c.action == v.action or len(v.events) == 1))
+        res.add(sev, code, src.title(f"{_names(v)} ({mnem}) -> {v.action}", gpu_label(v.pci)), todo, evidence=ev)
+        if sev != "CRIT" or src.node is None:
+            continue
+        worst = next((e for e, c in v.events if c.action == v.action), v.events[0][0])
+        where = v.pci if v.pci.startswith("GPU") else f"PCI {v.pci}"
+        drain.setdefault(src.node, []).append(f"{_event_name(worst)} {v.action} {where}")
+        hardware = any(x in xid.HARDWARE_XIDS or x is None for x in v.xids)
+        before = _history(rc, src.node, v.pci) if hardware else []
+        if before:
+            res.add("CRIT", "xid.rma", f"{src.node} GPU {v.pci} failed before: consider an RMA",
+                    "the same GPU (PCI bus id) was acted on for an Xid earlier", evidence=before)
+
+
 async def kernel_xid(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
-    """Classify every Xid in the kernel log of each node into the action it calls for."""
+    """Classify every Xid (and Xid-less GPU fault) in the kernel log of each node into the action it calls for."""
     argv = list(args.get("command", ["dmesg", "-T"]))
-    texts, res = await _node_texts(rc, rc.kernel_logs, "--kernel-log", argv, str(args.get("via", "auto")))
+    srcs, res = await node_sources(rc, rc.kernel_logs, "--kernel-log", argv, str(args.get("via", "auto")))
     drain: dict[str, list[str]] = {}
-    for node, text in texts.items():
-        verdicts = xid.by_gpu(xid.parse_log(text))
-        if not verdicts:
-            res.evidence.append(f"{node}: no Xid")
-        for v in verdicts:
-            code, sev, todo = XID_FINDING.get(v.action, ("xid.contact_support", "WARN", "contact support"))
-            names = ", ".join("fall-off without Xid" if x is None else f"Xid {x}" for x in v.xids)
-            ev = [f"{node} line {e.line_no}: {e.stamp + ' ' if e.stamp else ''}Xid {e.xid if e.xid is not None else '-'} -> {c.action}: {e.message[:160]}"
-                  for e, c in v.events[:8]]
-            res.evidence.extend(ev)
-            mnem = "; ".join(dict.fromkeys(c.mnemonic for _, c in v.events))
-            res.add(sev, code, f"{node} GPU {v.pci}: {names} ({mnem}) -> {v.action}", todo, evidence=ev)
-            if sev == "CRIT":
-                worst = next((e.xid for e, c in v.events if c.action == v.action and e.xid is not None), 79)
-                drain.setdefault(node, []).append(f"Xid {worst} {v.action} PCI {v.pci}")
-                hardware = any(x in xid.HARDWARE_XIDS or x is None for x in v.xids)
-                before = _history(rc, node, v.pci) if hardware else []
-                if before:
-                    res.add("CRIT", "xid.rma", f"{node} GPU {v.pci} failed before: consider an RMA",
-                            "the same GPU (PCI bus id) was acted on for an Xid earlier", evidence=before)
+    for src in srcs:
+        _judge_source(rc, src, res, drain)
     if drain:
         first = next(iter(drain))
         res.facts.update(xid_nodes=",".join(drain), xid_node=first, xid_reason="; ".join(drain[first])[:200])
-    return res
-
-
-async def gpu_health(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
-    """nvidia-smi rules (kinds: ecc, remap, thermal, power, throttle, pcie) on each node's GPUs."""
-    kinds = set(args.get("kinds", ["ecc", "remap", "thermal", "power", "throttle", "pcie"]))
-    texts, res = await _node_texts(rc, rc.smi_files, "--nvidia-smi", query_argv(), str(args.get("via", "auto")))
-    temp = float(args.get("temp_warn_c", rc.config.get("temp_warn_c", 85.0)))
-    bad: list[str] = []
-    for node, text in texts.items():
-        try:
-            gpus = gpuhealth.parse_any(text)
-        except ParseError as exc:
-            res.add("UNKNOWN", "gpu.unparsable", f"{node}: {exc}")
-            continue
-        res.evidence.append(f"{node}: {len(gpus)} GPU(s) read")
-        for g in gpus:
-            for p in gpuhealth.check_gpu(g, temp):
-                if p.kind in kinds:
-                    res.add(p.severity, f"gpu.{p.kind}", f"{node} {p.text}")
-                    bad.append(node)
-    if bad:
-        res.facts.update(gpu_node=bad[0], gpu_nodes=",".join(dict.fromkeys(bad)))
-    elif texts:
-        res.add("OK", "gpu.ok", f"{len(texts)} node(s): no {'/'.join(sorted(kinds))} problem")
     return res
 
 
@@ -146,11 +180,14 @@ async def ib_ports(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     expected = float(args.get("expected_rate_gbps", rc.config.get("ib_expected_rate_gbps", 0.0)))
     interval = float(args.get("interval_s", rc.config.get("ib_counter_interval_s", 5.0)))
     if rc.ib_root:
-        reads = {rc.node or rc.ib_root: (None, ib.read_root(rc.ib_root))}
+        res.sources.append(f"{rc.ib_root}: a copy of /sys/class/infiniband")
+        reads = {rc.node or Path(rc.ib_root).name: (None, ib.read_root(rc.ib_root))}
     else:
-        first, res = await _node_texts(rc, (), "ib", list(ib.DUMP_ARGV), str(args.get("via", "auto")))
+        first_src, res = await node_sources(rc, (), "--ib-root", list(ib.DUMP_ARGV), str(args.get("via", "auto")))
         await asyncio.sleep(interval)
-        second, _ = await _node_texts(rc, (), "ib", list(ib.DUMP_ARGV), str(args.get("via", "auto")))
+        second_src, _ = await node_sources(rc, (), "--ib-root", list(ib.DUMP_ARGV), str(args.get("via", "auto")))
+        first = {s.node: s.text for s in first_src}
+        second = {s.node: s.text for s in second_src}
         reads = {n: (ib.parse_dump(first[n]), ib.parse_dump(second.get(n, first[n]))) for n in first}
     for node, (before, ports) in reads.items():
         if not ports:
@@ -171,12 +208,25 @@ async def ib_ports(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
 async def pcie_aer(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     """PCIe AER error lines in the kernel log."""
     argv = list(args.get("command", ["dmesg", "-T"]))
-    texts, res = await _node_texts(rc, rc.kernel_logs, "--kernel-log", argv, str(args.get("via", "auto")))
-    for node, text in texts.items():
-        lines = [ln.strip() for ln in text.splitlines() if _AER.search(ln)]
-        if lines:
-            res.add("WARN", "pcie.aer", f"{node}: {len(lines)} PCIe AER error line(s)", evidence=lines[:10])
-            res.facts.setdefault("pcie_node", node)
-        else:
-            res.add("OK", "pcie.no_aer", f"{node}: no PCIe AER errors in the kernel log")
+    srcs, res = await node_sources(rc, rc.kernel_logs, "--kernel-log", argv, str(args.get("via", "auto")))
+    for src in srcs:
+        fmt = xid.detect_format(src.text)
+        if src.path:
+            res.sources.append(f"{src.path}: {fmt or 'no kernel log line recognised'}")
+        if fmt is None:
+            res.add("UNKNOWN", "pcie.unreadable", src.title("not a kernel log; AER not checked"))
+            continue
+        lines = [ln.strip() for ln in src.text.splitlines() if _AER.search(ln)]
+        fatal = [ln for ln in lines if _AER_FATAL.search(ln)]
+        if fatal:
+            # an uncorrected fatal error takes the link down: the device behind it is lost
+            res.add("CRIT", "pcie.aer_fatal", src.title(f"{len(fatal)} uncorrected (fatal) PCIe AER error line(s), "
+                                                        f"{len(lines)} AER line(s) in all"), evidence=fatal[:10],
+                    fix="drain the node; reseat or replace the device behind the port (a GPU may have fallen off the bus)")
+        elif lines:
+            res.add("WARN", "pcie.aer", src.title(f"{len(lines)} PCIe AER error line(s)"), evidence=lines[:10])
+        if lines and src.node:
+            res.facts.setdefault("pcie_node", src.node)
+        if not lines:
+            res.add("OK", "pcie.no_aer", src.title("no PCIe AER errors in the kernel log"))
     return res

@@ -1,0 +1,96 @@
+"""Saved Slurm outputs in a post-mortem (--slurm-file FILE): how the job ended
+(seff, sacct), fair share (sshare), controller load (sdiag --json) and the
+reservations that held nodes (scontrol show reservation). The live versions
+belong to the backend's accounting capability; this probe reads copies only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cockpit.plugins.api import ParseError, UsageError, expand
+
+from . import slurmfiles
+from .context import NotApplicable, ProbeResult, RunContext
+from .probes_node import read_files
+
+# Job end states and what they say (sacct(1) JOB STATE CODES).
+_ENDS = {
+    "COMPLETED": ("OK", "completed"),
+    "FAILED": ("WARN", "failed (non-zero exit)"),
+    "TIMEOUT": ("WARN", "hit its time limit"),
+    "OUT_OF_MEMORY": ("WARN", "ran out of memory"),
+    "CANCELLED": ("WARN", "was cancelled"),
+    "PREEMPTED": ("WARN", "was preempted"),
+    "NODE_FAIL": ("CRIT", "ended because a node failed"),
+    "BOOT_FAIL": ("CRIT", "could not boot its nodes"),
+    "DEADLINE": ("WARN", "passed its deadline"),
+}
+
+
+def _jobs(res: ProbeResult, f: slurmfiles.SlurmFile) -> None:
+    for j in f.jobs:
+        if "." in j.job_id and j.state == "COMPLETED":
+            continue  # completed steps add nothing to their job's line
+        sev, what = _ENDS.get(j.state.rstrip("+"), ("UNKNOWN", f"is in state {j.state}"))
+        code = f" (exit code {j.exit_code})" if j.exit_code else ""
+        res.add(sev, f"slurm.job.{j.state.lower().rstrip('+')}", f"job {j.job_id} {what}{code}" + (f" on {j.nodes}" if j.nodes else ""),
+                evidence=[f"{k}: {v}" for k, v in j.extra[:8]])
+        if sev == "CRIT" and j.nodes:
+            res.facts.setdefault("failed_nodes", j.nodes)
+
+
+def _reservations(rc: RunContext, res: ProbeResult, f: slurmfiles.SlurmFile) -> None:
+    maint = [r for r in f.reservations if "MAINT" in r.flags]
+    node = rc.node
+    for r in f.reservations:
+        res.evidence.append(f"reservation {r.name}: {r.start} .. {r.end} flags {','.join(r.flags) or '-'} nodes {r.nodes or '-'}")
+    if node:
+        try:
+            held = [r for r in f.reservations if r.nodes and node in expand(r.nodes)]
+        except UsageError:
+            held = []
+        for r in held:
+            sev = "WARN" if "MAINT" in r.flags else "OK"
+            res.add(sev, "slurm.reservation", f"{node} is in reservation {r.name} ({r.start} .. {r.end}, {','.join(r.flags) or 'no flags'})")
+        if not held:
+            res.add("OK", "slurm.reservation.none", f"{node} is in none of {len(f.reservations)} reservation(s)")
+    else:
+        res.add("OK", "slurm.reservations", f"{len(f.reservations)} reservation(s), {len(maint)} for maintenance (MAINT)")
+
+
+def _sdiag(res: ProbeResult, f: slurmfiles.SlurmFile) -> None:
+    s = f.stats
+    keys = ("server_thread_count", "agent_queue_size", "dbd_agent_queue_size", "schedule_cycle_max", "bf_cycle_max")
+    res.add("OK", "slurm.sdiag", "slurmctld statistics: " + ", ".join(f"{k} {s.get(k)}" for k in keys if k in s),
+            "recorded for the post-mortem; not judged")
+
+
+async def slurm_records(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
+    """Read each --slurm-file and say what it shows; n/a without one."""
+    if not rc.slurm_files:
+        raise NotApplicable("no --slurm-file given (saved seff, sacct, sshare, sdiag --json or reservations)")
+    res = ProbeResult()
+    for path, text in read_files(rc.slurm_files, "--slurm-file").items():
+        try:
+            f = slurmfiles.read(text)
+        except ParseError as exc:
+            res.sources.append(f"{path}: not read ({exc})")
+            res.add("UNKNOWN", "slurm.unreadable", f"a --slurm-file was not read: {exc}")
+            continue
+        res.sources.append(f"{path}: {f.kind}")
+        if f.jobs:
+            _jobs(res, f)
+        elif f.kind == "reservations":
+            _reservations(rc, res, f)
+        elif f.kind == "sdiag --json":
+            _sdiag(res, f)
+        elif f.shares:
+            low = min(f.shares, key=lambda r: float(r.get("FairShare") or 1))
+            res.add("OK", "slurm.sshare", f"{len(f.shares)} association(s); lowest fair share {low.get('FairShare')} "
+                    f"({(low.get('Account') or '').strip()} {low.get('User') or ''})".rstrip(), "recorded; not judged")
+        else:
+            res.add("UNKNOWN", "slurm.empty", f"a --slurm-file ({f.kind}) holds no record")
+        if f.cut:
+            res.add("UNKNOWN", "slurm.cut", f"{f.cut} {f.kind} row(s) end before their last column: the copy was cut")
+    return res
