@@ -141,6 +141,14 @@ class TopoMatrix:
     rows: tuple[int, ...]  # GPUs that have a row (an excerpt may cut rows)
     nvlink: bool  # any NV# cell at all (False: a PCIe-only box)
     links: tuple[str, ...] = ()  # the NV# kinds seen, e.g. ("NV12",)
+    cells: Mapping[int, int] = field(default_factory=dict)  # GPU row -> GPU columns it has (a cut row has fewer)
+
+    def unknown_pairs(self) -> list[tuple[int, int]]:
+        """GPU pairs whose link no row shows (both rows cut or missing there)."""
+        def shown(a: int, b: int) -> bool:
+            return self.cells.get(a, 0) > self.gpus.index(b) if b in self.gpus else False
+
+        return [(a, b) for i, a in enumerate(self.gpus) for b in self.gpus[i + 1:] if not (shown(a, b) or shown(b, a))]
 
 
 def read_topo_m(text: str) -> TopoMatrix:
@@ -189,7 +197,19 @@ def read_topo_m(text: str) -> TopoMatrix:
                 parent[find(g)] = find(col)
     roots = sorted({find(g) for g in parent})
     domains = {g: roots.index(find(g)) for g in sorted(parent)}
-    return TopoMatrix(domains, tuple(cols), tuple(sorted(rows)), bool(links), tuple(sorted(set(links))))
+    return TopoMatrix(domains, tuple(cols), tuple(sorted(rows)), bool(links), tuple(sorted(set(links))),
+                      {g: _whole_cells(cells) for g, cells in rows.items()})
+
+
+_TOPO_CELL = re.compile(r"X|SYS|NODE|PHB|PXB|PIX|NV\d+")
+
+
+def _whole_cells(cells: list[str]) -> int:
+    """How many of a row's GPU cells were read whole (a cut row ends in a partial one, "NV" of "NV12")."""
+    n = 0
+    while n < len(cells) and _TOPO_CELL.fullmatch(cells[n]):
+        n += 1
+    return n
 
 
 def parse_topo_m(text: str) -> dict[int, int]:

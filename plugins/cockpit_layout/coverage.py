@@ -5,9 +5,9 @@ Every layout verdict states it: ``topo -m`` (a recorded matrix), ``config``
 topology block) or ``assumed`` (nothing said: one domain per node). A matrix
 that names fewer GPUs than a node of the plan holds is a WARN: the GPUs without
 a column were assumed to share GPU0's domain. An excerpt that cuts rows is read
-from the columns of the rows it has (the matrix is symmetric); only the links
-between two GPUs without a row stay unknown, and where such GPUs fell into
-different domains (an unknown link could join them) that is a WARN too.
+from the columns of the rows it has (the matrix is symmetric); only a link no
+row shows (both GPUs' rows missing or cut short) stays unknown, and where its
+two GPUs fell into different domains (the link could join them) that is a WARN.
 """
 
 from __future__ import annotations
@@ -61,12 +61,13 @@ def coverage_findings(src: DomainSource, gpus_per_node: int) -> list[Finding]:
                            f"{gpus_per_node}: {missing} GPU(s) were assumed to share GPU0's NVLink domain", "topo-coverage",
                            fix="record `nvidia-smi topo -m` on a node of the same kind as the job's"))
     if src.kind == "topo -m" and src.topo is not None:
-        rowless = sorted(set(src.topo.gpus) - set(src.topo.rows))
+        t = src.topo
         # an unknown link matters only where it could join two domains
-        if len({src.topo.domains.get(g) for g in rowless}) >= 2:
-            names = ", ".join(f"GPU{g}" for g in rowless)
-            out.append(Finding(Severity.WARN, f"topo -m excerpt has {len(src.topo.rows)} of {len(src.topo.gpus)} rows: "
-                               f"the links among {names} (no row) are unknown and were taken as none", "topo-excerpt",
+        open_pairs = [(a, b) for a, b in t.unknown_pairs() if t.domains.get(a) != t.domains.get(b)]
+        if open_pairs:
+            names = ", ".join(dict.fromkeys(f"GPU{g}" for pair in open_pairs for g in pair))
+            out.append(Finding(Severity.WARN, f"topo -m excerpt has {len(t.rows)} of {len(t.gpus)} rows: the links among "
+                               f"{names} (no row shows them) are unknown and were taken as none", "topo-excerpt",
                                fix="record the whole `nvidia-smi topo -m` matrix"))
     return out
 

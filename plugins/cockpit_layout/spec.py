@@ -209,4 +209,4 @@ def with_defaults(spec: LayoutSpec) -> LayoutSpec:
     )
 
 
-from .megatron import parse_megatron_args, parse_megatron_script  # noqa: E402  (re-exported: the check's inputs)
+from .megatron import parse_megatron_args, parse_megatron_script  # noqa: E402, F401  (re-exported: the check's inputs)

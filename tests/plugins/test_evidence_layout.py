@@ -90,7 +90,7 @@ def test_rows_cut_where_an_unknown_link_could_join_domains_warn():
     assert (len(t.gpus), t.rows) == (6, (0, 1, 2, 3))
     found = {f.rule: f for f in coverage_findings(DomainSource("topo -m", t), 6)}
     assert found["topo-excerpt"].severity == Severity.WARN
-    assert "the links among GPU4, GPU5 (no row) are unknown" in found["topo-excerpt"].title
+    assert "the links among GPU4, GPU5 (no row shows them) are unknown" in found["topo-excerpt"].title
     # DGX A100 rows 0-5: GPU6 and GPU7 have no row but GPU0's row joins them to one domain
     a100 = read_topo_m((TOPO / "dcgm-issue149-dgx-a100-NV12-10-nic-rows-0-5-EXCERPT.txt").read_text())
     assert [f.rule for f in coverage_findings(DomainSource("topo -m", a100), 8)] == ["nvlink-domains"]
