@@ -214,3 +214,12 @@ def test_deepspeed_batch_rule_names_the_real_dp():
 
     assert deepspeed_batch(LayoutSpec(global_batch=16, micro_batch=1, grad_accum=2), dp=2)[0].title == \
         "train_batch_size 16 != micro 1 x grad_accum 2 x DP 2 = 4"
+
+
+def test_a_row_cut_inside_a_cell_leaves_the_link_unknown():
+    text = (TOPO / "nccl-issue557-2-gpu-nv3-bridge-tabs-EXCERPT.txt").read_text()
+    cut = text[: text.index("NV3") + 2]  # "GPU0\t X \tNV": the NV3 cell cut short
+    t = read_topo_m(cut)
+    assert t.cells == {0: 1} and t.unknown_pairs() == [(0, 1)]
+    (warn,) = [f for f in coverage_findings(DomainSource("topo -m", t), 2) if f.severity == Severity.WARN]
+    assert warn.rule == "topo-excerpt" and "GPU0, GPU1" in warn.title

@@ -1,4 +1,7 @@
-"""Fuzz every Slurm parser: whatever comes in, only ParseError may come out.
+"""Fuzz every Slurm parser: whatever comes in, only ParseError may come out; and the
+evidence parsers (kernel logs, nvidia-smi, NVLink, topo -m, nccl-tests, PyTorch logs,
+training configs, saved Slurm outputs): a truncated or mangled real recording never
+reads OK (the property and its scope are stated above those tests, further down).
 
 Inputs: arbitrary bytes and text, arbitrary JSON (also placed under the keys the
 parsers look for), and mutations of the real recorded fixtures (keys dropped,
@@ -142,3 +145,219 @@ def test_key_value_text(pairs, per_line):
     text = "\n".join(lines)
     for fn in TEXT_PARSERS:
         _only_parse_errors(fn, text)
+
+
+# --- Evidence parsers: truncated or mangled real recordings never read OK ---------------
+#
+# The property, per input family (the recordings are tests/data/<family>/, see SOURCES.md):
+#
+# * structured outputs (nvidia-smi -q -x XML and -q text, nvlink --status, nccl-tests,
+#   DeepSpeed JSON, saved Slurm JSON), cut anywhere inside their content: the verdict is
+#   never OK (a parse error counts as UNKNOWN). "Inside" ends where a complete output's
+#   last section starts: -q text's final "Processes" section, nccl-tests' "Avg bus
+#   bandwidth" line; a cut after those still holds everything that is judged. A capture of
+#   several -q snapshots cut before its last one is a whole output of fewer snapshots: the
+#   cuts start at the last "Attached GPUs" line.
+#   nvlink --status announces no GPU count, so a cut exactly where a GPU's block ends is a
+#   whole output of fewer GPUs and is left out.
+# * nvlink --status with foreign lines inserted anywhere: never OK.
+# * line logs (kernel logs, PyTorch/NCCL logs), whose whole verdict is above OK: cut anywhere
+#   after the lines that carry their first problem, or with foreign lines inserted between
+#   records (never inside a message the driver split over several lines): never OK. A log cut
+#   before its first problem is indistinguishable from a healthy one, so it is not included.
+# * topo -m, cut anywhere: a parse error, a WARN, or the very NVLink domains of the whole
+#   matrix (the matrix is symmetric, so an excerpt's rows can say everything).
+#
+# Mangling the values themselves (a digit changed) is outside the property: no parser can
+# tell a changed number from a real one.
+
+import asyncio  # noqa: E402
+import tempfile  # noqa: E402
+
+from cockpit.plugins.api import Severity, verdict  # noqa: E402
+
+EVIDENCE = Path(__file__).resolve().parents[1] / "data"
+TRUNC = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_TMP = Path(tempfile.mkdtemp(prefix="cockpit-fuzz-"))
+foreign = st.text(st.characters(codec="ascii", categories=["L", "N", "P", "Zs"]), min_size=1, max_size=40).filter(str.strip)
+
+
+def _probe_verdict(probe, field: str, text: str) -> Severity:
+    from cockpit_runbooks.context import RunContext
+    from pluginctx import make_ctx
+
+    path = _TMP / "input.txt"
+    path.write_text(text)
+    rc = RunContext(make_ctx(config={}), **{field: (str(path),)})
+    return verdict(asyncio.run(probe(rc, {})).findings)
+
+
+def _files(family: str, *suffixes: str) -> list[Path]:
+    return sorted(p for p in (EVIDENCE / family).iterdir() if p.suffix in suffixes)
+
+
+def _smi(text):
+    from cockpit_runbooks import probes_gpu
+
+    return _probe_verdict(probes_gpu.gpu_health, "smi_files", text)
+
+
+def _nvlink(text):
+    from cockpit_runbooks import probes_gpu
+
+    return _probe_verdict(probes_gpu.nvlink_status, "nvlink_files", text)
+
+
+def _kernel(text):
+    from cockpit_runbooks import probes_node
+
+    return _probe_verdict(probes_node.kernel_xid, "kernel_logs", text)
+
+
+def _watchdog(text):
+    from cockpit_runbooks import probes_job
+
+    return _probe_verdict(probes_job.watchdog_logs, "job_logs", text)
+
+
+def _content_end(text: str, family: str) -> int:
+    """Where a cut stops being inside the content (see the property above)."""
+    body = text.rstrip()
+    if family == "smi-text":
+        return text.rfind("\n    Processes")
+    if family == "nccl":
+        return text.find("Avg bus bandwidth")
+    return len(body)
+
+
+SMI_XML = _files("nvidia-smi-q", ".xml")
+SMI_TEXT = [p for p in _files("nvidia-smi-q", ".txt") if "\n    Processes" in p.read_text()]
+NVLINK = [p for p in _files("nvlink", ".txt") if p.stat().st_size]
+NCCL = [p for p in _files("nccl-tests", ".txt") if "Avg bus bandwidth" in p.read_text()]
+
+
+@TRUNC
+@given(st.sampled_from(SMI_XML + SMI_TEXT), st.floats(0, 1, exclude_max=True))
+def test_cut_nvidia_smi_never_reads_ok(path, where):
+    text = path.read_text()
+    end = _content_end(text, "smi-text" if path.suffix == ".txt" else "xml")
+    # a capture of several snapshots, cut before its last one announces its GPUs, is whole
+    start = text.find("\n", text.rfind("\nAttached GPUs") + 1) if path.suffix == ".txt" else 0
+    assert _smi(text[: start + int(where * (end - start))]) != Severity.OK
+
+
+@TRUNC
+@given(st.sampled_from(NVLINK), st.floats(0, 1, exclude_max=True))
+def test_cut_nvlink_status_never_reads_ok(path, where):
+    text = path.read_text()
+    cut = text[: int(where * _content_end(text, "nvlink"))]
+    if text[len(cut.rstrip()):].lstrip("\n").startswith("GPU "):
+        return  # cut where a GPU's block ends: a whole output of fewer GPUs (nvlink -s has no count)
+    assert _nvlink(cut) != Severity.OK
+
+
+@TRUNC
+@given(st.sampled_from(NVLINK), st.lists(st.tuples(st.integers(0, 200), foreign), min_size=1, max_size=3))
+def test_nvlink_status_with_foreign_lines_never_reads_ok(path, inserts):
+    lines = path.read_text().splitlines()
+    for at, junk in inserts:
+        lines.insert(at % (len(lines) + 1), junk)
+    assert _nvlink("\n".join(lines)) != Severity.OK
+
+
+@TRUNC
+@given(st.sampled_from(NCCL), st.floats(0, 1, exclude_max=True))
+def test_cut_nccl_tests_output_never_reads_ok(path, where):
+    from cockpit_nccl.judge import judge
+    from cockpit_nccl.parser import parse
+
+    text = path.read_text()
+    cut = text[: int(where * _content_end(text, "nccl"))]
+    try:
+        run = parse(cut, path.name)
+    except ParseError:
+        return
+    # even against a figure every recorded run beats
+    assert judge(run, expected=1.0).severity != Severity.OK
+
+
+@TRUNC
+@given(st.sampled_from(_files("training-configs", ".json") + _files("slurm-postmortem", ".json")),
+       st.floats(0, 1, exclude_max=True))
+def test_cut_json_inputs_are_refused(path, where):
+    from cockpit_layout.spec import parse_deepspeed_config
+    from cockpit_runbooks import probes_slurm
+
+    text = path.read_text()
+    cut = text[: int(where * len(text.rstrip()))]
+    if path.parent.name == "slurm-postmortem":
+        assert _probe_verdict(probes_slurm.slurm_records, "slurm_files", cut) != Severity.OK
+        return
+    try:
+        parse_deepspeed_config(json.loads(cut), path.name)
+    except ValueError:
+        return
+    raise AssertionError("a cut DeepSpeed config was read")
+
+
+def _first_problem_end(text: str, judge) -> int:
+    """The end (in characters) of the shortest run of whole lines whose verdict is above OK."""
+    lines = text.splitlines(keepends=True)
+    for n in range(1, len(lines) + 1):
+        if judge("".join(lines[:n])) != Severity.OK:
+            return len("".join(lines[:n]))
+    raise AssertionError("the whole recording reads OK")
+
+
+def _line_logs():
+    out = []
+    for family, judge in (("xid-dmesg", _kernel), ("pytorch-nccl-timeout", _watchdog)):
+        for p in _files(family, ".txt", ".log"):
+            text = p.read_text()
+            if judge(text) != Severity.OK:
+                out.append((p, judge, _first_problem_end(text, judge)))
+    return out
+
+
+LINE_LOGS = _line_logs()
+
+
+@TRUNC
+@given(st.sampled_from(LINE_LOGS), st.floats(0, 1))
+def test_line_logs_cut_after_their_first_problem_never_read_ok(case, where):
+    path, judge, first = case
+    text = path.read_text()
+    assert judge(text[: first + int(where * (len(text) - first))]) != Severity.OK
+
+
+@TRUNC
+@given(st.sampled_from(LINE_LOGS), st.lists(st.tuples(st.integers(0, 500), foreign), min_size=1, max_size=4))
+def test_line_logs_with_foreign_lines_between_records_never_read_ok(case, inserts):
+    path, judge, _ = case
+    lines = path.read_text().splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln[:1].strip()] + [len(lines)]  # not inside a split message
+    for pos, junk in sorted(((starts[at % len(starts)], junk) for at, junk in inserts), reverse=True):
+        lines.insert(pos, junk)
+    assert judge("\n".join(lines)) != Severity.OK
+
+
+@TRUNC
+@given(st.sampled_from(_files("layout", ".txt")), st.floats(0, 1, exclude_max=True))
+def test_cut_topo_m_is_refused_warned_or_gives_the_whole_matrix_domains(path, where):
+    from cockpit_layout.alloc import read_topo_m
+    from cockpit_layout.coverage import DomainSource, coverage_findings
+
+    text = path.read_text()
+    try:
+        whole = read_topo_m(text)
+    except ParseError:
+        return  # topo -p2p: refused whole, and so cut
+    try:
+        cut = read_topo_m(text[: int(where * len(text.rstrip()))])
+    except ParseError:
+        return
+    warned = any(f.severity != Severity.OK for f in coverage_findings(DomainSource("topo -m", cut), len(whole.gpus)))
+    same = {g: cut.domains.get(g) for g in whole.domains}
+    grouped = {frozenset(g for g in whole.domains if whole.domains[g] == d) for d in set(whole.domains.values())}
+    cut_grouped = {frozenset(g for g in whole.domains if same[g] == d) for d in set(same.values())}
+    assert warned or cut_grouped == grouped
