@@ -102,6 +102,22 @@ class _Commands:
         return res.stdout, took
 
 
+# Outputs at least this big are parsed in a thread: 28k jobs are 70 MB of JSON and
+# seconds of parsing that the event loop (the TUI's keys) must not wait for.
+THREAD_PARSE_BYTES = 1 << 20
+
+
+async def _off_loop(raw: bytes, parse):
+    import asyncio
+
+    return await asyncio.to_thread(parse) if len(raw) >= THREAD_PARSE_BYTES else parse()
+
+
+def _decode_jobs(raw: bytes, steps: bool):
+    doc = aj.load(raw)
+    return doc, aj.parse_sacct_json(doc, steps=steps)
+
+
 def _shown(argv: list[str]) -> str:
     return " ".join(os.path.basename(argv[0]) if i == 0 else a for i, a in enumerate(argv))
 
@@ -161,14 +177,13 @@ class SlurmAccounting:
     async def _jobs_parsable(self, q: JobQuery, now: float) -> Answer:
         argv, bounds = self._job_argv(q, now, ["--parsable2", "--noheader", "-o", ",".join(at.SACCT_FIELDS)])
         raw, took = await self._cmd.run(argv)
-        recs = at.parse_sacct_parsable(raw.decode("utf-8", "replace"))
+        recs = await _off_loop(raw, lambda: at.parse_sacct_parsable(raw.decode("utf-8", "replace")))
         return Answer(recs, (QueryCost(_shown(argv), took, len(raw), len(recs), tuple(bounds)),))
 
     async def _jobs_json(self, q: JobQuery, now: float) -> Answer:
         argv, bounds = self._job_argv(q, now, ["--json"])
         raw, took = await self._cmd.run(argv, epoch_times=False)
-        doc = aj.load(raw)
-        recs = aj.parse_sacct_json(doc, steps=q.steps)
+        doc, recs = await _off_loop(raw, lambda: _decode_jobs(raw, q.steps))
         self.use_json = True
         costs = [QueryCost(_shown(argv), took, len(raw), len(recs), tuple(bounds))]
         if recs and q.exit_codes and not aj.exit_codes_trusted(doc):

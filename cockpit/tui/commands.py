@@ -50,6 +50,9 @@ def cockpit_commands(app: CockpitApp) -> list[PaletteCommand]:
         PaletteCommand("Telemetry: poll the selected nodes now (t)", "nvidia-smi on the selection, through the probe runner",
                        app.action_telemetry_now),
     ]
+    from cockpit.tui.accounting import accounting_commands
+
+    out += accounting_commands(app)  # history, node events, reservations, utilisation
     return out + plugin_commands(app)
 
 

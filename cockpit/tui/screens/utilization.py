@@ -1,0 +1,131 @@
+"""GPU utilisation over a window (``1``/``2``/``3``: 1, 7, 30 days): a plot of the
+allocated share per period with the 70-80% band that well-scheduled clusters
+reach and the 50% line below which renting beats owning, and the table per
+partition and account (allocated, idle inside allocations, unallocated,
+drained/down), each figure with where it came from (cockpit.core.utilization)."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual_plotext import PlotextPlot
+
+from cockpit.errors import CockpitError
+from cockpit.text import clean
+from cockpit.tui.widgets.crumbs import Breadcrumb
+
+BAND, LINE = (70.0, 80.0), 50.0
+
+
+def _h(v) -> str:
+    return "not measured" if v is None else f"{v:,.1f}"
+
+
+def table_renderable(u) -> Table:
+    t = Table("SCOPE", "NAME", "CAPACITY GPU-H", "ALLOCATED", "IDLE IN ALLOC", "DRAINED/DOWN", "UNALLOCATED", "UTIL",
+              box=None, pad_edge=False)
+    for r in u.rows:
+        cap = r.capacity is not None
+        t.add_row(Text(r.scope), Text(clean(r.name, 40)), Text(_h(r.capacity) if cap else "-"), Text(_h(r.allocated)),
+                  Text(_h(r.idle_in_alloc)), Text(_h(r.drained) if cap else "-"), Text(_h(r.unallocated) if cap else "-"),
+                  Text("-" if r.utilization is None else f"{r.utilization:.1f}%"))
+    return t
+
+
+def plot_points(u) -> tuple[list[float], list[float]]:
+    """(hours from the window's start, utilisation %) per period with a capacity."""
+    xs, ys = [], []
+    for r in u.trend:
+        if r.utilization is not None:
+            xs.append((r.start - u.start) / 3600)
+            ys.append(r.utilization)
+    return xs, ys
+
+
+class UtilizationScreen(Screen):
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="util.back"),
+                Binding("1", "window('1d')", "1 d", id="util.1d"),
+                Binding("2", "window('7d')", "7 d", id="util.7d"),
+                Binding("3", "window('30d')", "30 d", id="util.30d")]
+    DEFAULT_CSS = """
+    UtilizationScreen #util-title { background: $panel; text-style: bold; height: 1; }
+    UtilizationScreen PlotextPlot { height: 16; }
+    """
+    crumb = "utilization"
+
+    def __init__(self, window: str = "7d") -> None:
+        super().__init__()
+        self.window = window
+
+    def compose(self) -> ComposeResult:
+        yield Breadcrumb()
+        yield Static("", id="util-title")
+        with VerticalScroll():
+            yield Static(Text("asking accounting …", style="dim"), id="util-verdict")
+            yield PlotextPlot(id="util-plot")
+            yield Static("", id="util-table")
+        yield Footer(show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.load()
+
+    def action_window(self, window: str) -> None:
+        self.window = window
+        self.load()
+
+    @work(exclusive=True, group="utilization")
+    async def load(self) -> None:
+        from cockpit.core.accounting import parse_since, require_accounting
+        from cockpit.core.utilization import utilization
+
+        self.query_one("#util-title", Static).update(Text(f" GPU utilization, last {self.window} (1/2/3: 1/7/30 d)"))
+        verdict = self.query_one("#util-verdict", Static)
+        now = self.app.clock()
+        try:
+            acct = await require_accounting(self.app.backend)
+            snap = self.app.snapshot or await self.app.backend.snapshot()
+            u = await utilization(acct, snap, parse_since(self.window, now), now, tracked=getattr(acct, "tracked_tres", ""))
+        except CockpitError as exc:
+            verdict.update(Text(clean(str(exc), 300), style="bold"))
+            return
+        self.show(u)
+
+    def show(self, u) -> None:
+        head = u.rows[0]
+        pct = head.utilization
+        text = Text(f"{head.name}: ", style="bold")
+        text.append("-" if pct is None else f"{pct:.1f}% of the GPU-hours allocated")
+        if pct is not None:
+            text.append("  (" + _verdict(pct) + ")", style="green" if BAND[0] <= pct <= BAND[1] else "yellow" if pct >= LINE else "red")
+        self.query_one("#util-verdict", Static).update(text)
+        plot = self.query_one("#util-plot", PlotextPlot)
+        plt = plot.plt
+        plt.clear_data()
+        xs, ys = plot_points(u)
+        if xs:
+            plt.plot(xs, ys, label="allocated %", marker="braille")
+        plt.hline(BAND[0], "green")
+        plt.hline(BAND[1], "green")
+        plt.hline(LINE, "red")
+        plt.ylim(0, 100)
+        plt.xlabel(f"hours since the window's start (per {'day' if u.bucket_s >= 86400 else 'hour'}); "
+                   "green: the 70-80% band, red: 50%")
+        plot.refresh()
+        sources = Text("\n".join(f"{k}: {v}" for k, v in u.sources.items()), style="dim")
+        costs = Text("\n" + "; ".join(c.describe() for c in u.costs), style="dim")
+        self.query_one("#util-table", Static).update(Group(table_renderable(u), Text(""), sources, costs))
+
+
+def _verdict(pct: float) -> str:
+    if pct < LINE:
+        return "below 50%: renting beats owning"
+    if pct < BAND[0]:
+        return "under the 70-80% band"
+    return "inside the 70-80% band" if pct <= BAND[1] else "above the band"
