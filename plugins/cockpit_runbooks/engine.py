@@ -37,6 +37,7 @@ PROBES: dict[str, Callable[..., Any]] = {
     "pyspy_stacks": probes_job.pyspy_stacks,
     "folklore": probes_job.folklore,
     "kernel_xid": probes_node.kernel_xid,
+    "slurm_reason": probes_node.slurm_reason,
     "gpu_health": probes_gpu.gpu_health,
     "nvlink_status": probes_gpu.nvlink_status,
     "ib_ports": probes_node.ib_ports,

@@ -88,7 +88,10 @@ async def node_sources(rc: RunContext, files: tuple[str, ...], what: str, argv: 
         if o.ok:
             srcs.append(Source(n, None, o.text))
         else:
-            res.add("UNKNOWN", "probe.failed", f"{n}: {' '.join(argv[:2])} failed", o.error[:300])
+            # The cause in the title (the operator reads titles first); the argv as evidence.
+            cause = (o.error.strip().splitlines() or ["no answer"])[-1][:160]
+            res.add("UNKNOWN", "probe.failed", f"{n}: {argv[0]} failed: {cause}", o.error[:300],
+                    evidence=[" ".join(argv)[:400]])
     return srcs, res
 
 
@@ -229,4 +232,45 @@ async def pcie_aer(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
             res.facts.setdefault("pcie_node", src.node)
         if not lines:
             res.add("OK", "pcie.no_aer", src.title("no PCIe AER errors in the kernel log"))
+    return res
+
+
+_REASON_XID = re.compile(r"\bXid\W{0,3}(\d{1,3})\b", re.IGNORECASE)
+
+
+async def slurm_reason(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
+    """What Slurm already says about the node: its state and drain/down reason, who set
+    it and when. An Xid named there is evidence even where the kernel log no longer has
+    it (a reboot cleared it); it is evidence only, never a reason to act by itself."""
+    import time
+
+    from .context import NotApplicable
+
+    if not rc.node:
+        raise NotApplicable("no node named")
+    if rc.kernel_logs or rc.smi_files or rc.ib_root:
+        raise NotApplicable("post-mortem: the files are the evidence, not the live cluster")
+    res = ProbeResult()
+    node = next((n for n in await rc.ctx.cluster.nodes() if n.name == rc.node), None)
+    if node is None:
+        res.add("UNKNOWN", "slurm.unknown_node", f"{rc.node}: Slurm does not know this node")
+        return res
+    state = node.state + "".join(f"+{f}" for f in sorted(node.flags))
+    if not node.reason:
+        res.add("OK", "slurm.no_reason", f"{rc.node}: {state}, no drain or down reason set")
+        return res
+    who = f" by {node.reason_user}" if node.reason_user else ""
+    when = f", {int((time.time() - node.reason_time) // 60)} min ago" if node.reason_time else ""
+    line = f"{rc.node}: {state}, reason {node.reason!r}{who}{when}"
+    res.evidence.append(line)
+    m = _REASON_XID.search(node.reason)
+    entry = xid.catalog_entry(int(m.group(1))) if m else None
+    if m is None:
+        res.add("OK", "slurm.reason", line)
+        return res
+    meaning = f" ({entry[0]}: {entry[1]})" if entry else " (not in the catalog)"
+    res.add("WARN", "slurm.reason_xid", f"{rc.node}: Slurm's reason names Xid {m.group(1)}{meaning}",
+            detail="set" + (who or " by someone") + (when or "") + "; the kernel log step says whether it is still there",
+            evidence=[line])
+    res.facts.setdefault("slurm_reason_xid", m.group(1))
     return res
