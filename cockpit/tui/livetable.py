@@ -10,6 +10,8 @@ Per refresh, with 100k jobs of which 1% changed:
   over every row; a backend that rebuilds every object falls back to ``==``;
 * only changed objects get a new Row;
 * the filter is evaluated for changed rows only;
+* the widest cell of each column (what the table's layout needs) grows with the
+  changed rows and is measured again over every row only on a full rebuild;
 * the sorted order is kept as a list maintained with ``bisect`` (ties broken by
   the row key, so every position is unique); a full re-sort (a new sort column
   or filter, or a refresh that changed most rows) sorts in chunks and merges
@@ -26,6 +28,7 @@ from operator import is_not
 from typing import Any
 
 from cockpit.core.filtering import natural_key
+from cockpit.tui.columns import data_widths, grow_widths
 from cockpit.tui.rows import Row, TableData
 
 FULL_REBUILD = 0.2  # above this fraction of changed rows, rebuild the order from scratch
@@ -36,7 +39,7 @@ class LiveTable:
     """Rows by key with a filtered and sorted order; not thread-safe (one builder at a time)."""
 
     __slots__ = ("build", "key", "_objs", "_rows", "_pred", "_field", "_reverse", "_config",
-                 "_kept", "_present", "_missing", "_stale_order")
+                 "_kept", "_present", "_missing", "_stale_order", "_widths")
 
     def __init__(self, build: Callable[[Any], Row], key: Callable[[Any], Any]) -> None:
         self.build, self.key = build, key
@@ -50,6 +53,7 @@ class LiveTable:
         self._present: list[Any] = []  # sorted mode: keys with a value, ascending
         self._missing: list[Any] = []  # sorted mode: keys without a value (always last)
         self._stale_order = True
+        self._widths: list[int] = []
 
     # -- configuration ------------------------------------------------------
     def configure(self, query: str, predicate: Any, field: int | None, reverse: bool) -> None:
@@ -68,9 +72,21 @@ class LiveTable:
         if self._stale_order or len(changed) + len(removed) > FULL_REBUILD * max(len(self._rows), 1):
             self._apply_rows(changed, removed)
             self._reorder()
+            self._measure()
         else:
             self._apply_incremental(changed, removed)
+            if self._widths:
+                rows = self._rows
+                for k, _obj in changed:
+                    grow_widths(self._widths, rows[k].cells)
+            elif changed:
+                self._measure()
         return self.data()
+
+    def _measure(self) -> None:
+        """The widest cell of each column over every row (zip and map: C-level passes)."""
+        cells = [r.cells for r in self._rows.values()]
+        self._widths = data_widths(cells, len(cells[0])) if cells else []
 
     def _diff(self, objects: Sequence[Any]) -> tuple[list[tuple[Any, Any]], list[Any]]:
         """(changed or new (key, object) pairs, removed keys)."""
@@ -174,7 +190,7 @@ class LiveTable:
             if self._reverse:
                 keys.reverse()
             order = tuple(keys)
-        return TableData(dict(rows), order, dict(zip(order, range(len(order)))), len(rows))
+        return TableData(dict(rows), order, dict(zip(order, range(len(order)))), len(rows), tuple(self._widths))
 
 
 def _chunked_sort(items: list[tuple]) -> list[tuple]:

@@ -30,13 +30,17 @@ TELEMETRY_FIELDS = ("util", "mem", "temp", "power", "ecc", "throttle")
 @dataclass(frozen=True, slots=True)
 class Column:
     """One table column: ``field`` indexes Row.values; ``live`` formats a value at draw time
-    (for cells that change with the clock, such as elapsed time)."""
+    (for cells that change with the clock, such as elapsed time). How wide it is
+    drawn is decided by cockpit.tui.columns from the widths of its cells."""
 
     label: str
-    width: int
+    width: int  # the width of a live column; else the least it shows before data arrives
     field: int
     align: str = "left"
     live: Callable[[Any, float], str] | None = None
+    pin: bool = False  # a key column: stays at the left while the others scroll (narrow terminals)
+    cap: int | None = None  # cut to no less than this where others need room (None: the table's cap)
+    inverse: bool = False  # the cells run opposite to the values (elapsed time from a start epoch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +97,8 @@ def limit_text(minutes: int | None) -> str:
 def node_state_text(node: Node) -> str:
     st = node.display_state
     extra = "*" if "not_responding" in node.flags else ""
+    if "flapping" in node.flags:  # set by the Nodes view from accounting (cockpit/tui/accounting.py)
+        extra += " ⚑flapping"
     return f"{NODE_SYMBOL.get(st, '?')} {st}{extra}"
 
 
@@ -109,28 +115,51 @@ _STATE_TEXT: dict[str, str] = {}
 
 
 # ---------------------------------------------------------------- jobs
+KEEP = 200  # cells keep this many characters of a cluster string; the layout cuts them to fit
+
+
 JOB_SCHEMA = Schema(
-    fields=("id", "user", "account", "partition", "name", "state", "start", "gpus", "nodes", "reason", "limit", "submit"),
+    fields=("id", "user", "account", "partition", "name", "state", "start", "gpus", "nodes", "reason", "limit",
+            "submit", "util", "output"),
     columns=(
-        Column("JOBID", 12, 0), Column("USER", 10, 1), Column("PARTITION", 10, 3), Column("NAME", 20, 4),
-        Column("STATE", 12, 5), Column("TIME", 8, 6, "right", _since), Column("GPUS", 4, 7, "right"),
-        Column("NODES", 16, 8), Column("REASON", 22, 9),
+        Column("JOBID", 8, 0, pin=True), Column("USER", 6, 1, pin=True), Column("PARTITION", 9, 3),
+        Column("NAME", 8, 4), Column("STATE", 9, 5, pin=True), Column("TIME", 7, 6, "right", _since, inverse=True),
+        Column("GPUS", 4, 7, "right", pin=True), Column("GPU%", 4, 12, "right"),
+        Column("LAST OUT", 8, 13, "right", _since, inverse=True), Column("NODES", 6, 8),
+        Column("REASON", 6, 9, pin=True),
     ),
     aliases={"u": "user", "p": "partition", "part": "partition", "s": "state", "node": "nodes", "gpu": "gpus",
              "job": "id", "jobid": "id", "acct": "account"},
 )
 
 
-def job_row(job: Job, width: int = 40) -> Row:
+@dataclass(frozen=True, slots=True)
+class JobExtras:
+    """A job with what cockpit measured about it besides Slurm (the jobs view's GPU% and LAST OUT)."""
+
+    job: Job
+    gpu_util: float | None = None  # mean utilisation of its GPUs in percent (live telemetry)
+    last_output: float | None = None  # epoch when its stdout last changed
+
+    @property
+    def job_id(self) -> int:
+        return self.job.job_id
+
+
+def job_row(obj: Job | JobExtras, width: int = KEEP) -> Row:
+    extras = obj if isinstance(obj, JobExtras) else None
+    job = extras.job if extras is not None else obj
     nodes = job.nodes[0] if len(job.nodes) == 1 else collapse(job.nodes) if job.nodes else ""
     reason = "" if job.reason in ("None", "") else job.reason
     state = job.state + ("+HELD" if job.held else "")
     display_id = job.display_id  # a property that formats: once, shared by cells and values
+    util = extras.gpu_util if extras is not None else None
     cells = (display_id, clean(job.user, width), clean(job.partition, width), clean(job.name, width),
-             job_state_text(job), "", str(job.gpu_count), clean(nodes, width), clean(reason, width))
+             job_state_text(job), "", str(job.gpu_count), "" if util is None else f"{util:.0f}", "",
+             clean(nodes, width), clean(reason, width))
     values = (display_id, job.user, job.account, job.partition, job.name, state,
               job.start_time if job.state == "RUNNING" else None, job.gpu_count, nodes, reason,
-              job.time_limit, job.submit_time)
+              job.time_limit, job.submit_time, util, extras.last_output if extras is not None else None)
     style = {"RUNNING": "running", "PENDING": "pending"}.get(job.state, "bad" if job.state in ("FAILED", "NODE_FAIL", "TIMEOUT") else "")
     return Row(job.job_id, cells, values, style, job.account)
 
@@ -139,21 +168,26 @@ def job_row(job: Job, width: int = 40) -> Row:
 NODE_SCHEMA = Schema(
     fields=("name", "state", "cpus", "alloc_cpus", "mem", "gpus", "gpus_alloc", "gpus_idle", "partition", "reason", "user", "reason_time", "flags"),
     columns=(
-        Column("NODE", 14, 0), Column("STATE", 12, 1), Column("CPU", 9, 3, "right"), Column("MEM(G)", 9, 4, "right"),
-        Column("GPU", 5, 6, "right"), Column("PARTITIONS", 14, 8), Column("REASON", 24, 9),
-        Column("BY", 9, 10), Column("AGE", 7, 11, "right", _since),
+        Column("NODE", 6, 0, pin=True), Column("STATE", 8, 1, pin=True), Column("CPU", 5, 3, "right"),
+        Column("MEM GiB", 7, 4, "right"), Column("GPU", 3, 6, "right", pin=True), Column("PARTITIONS", 6, 8),
+        Column("REASON", 6, 9, pin=True), Column("BY", 4, 10), Column("AGE", 7, 11, "right", _since, inverse=True),
     ),
     aliases={"n": "name", "node": "name", "s": "state", "p": "partition", "part": "partition", "gpu": "gpus",
              "idle": "gpus_idle", "alloc": "gpus_alloc"},
 )
 
 
-def node_row(node: Node, width: int = 40) -> Row:
+def mem_gib(alloc_mb: int, total_mb: int) -> str:
+    """``1562/2015``: allocated and total memory in GiB (Slurm counts MiB), as the nodes view and
+    the node detail both show it."""
+    return f"{alloc_mb // 1024}/{total_mb // 1024}"
+
+
+def node_row(node: Node, width: int = KEEP) -> Row:
     parts = ",".join(node.partitions)
-    mem = f"{node.alloc_memory_mb // 1024}/{node.memory_mb // 1024}"
-    cells = (clean(node.name, width), node_state_text(node), f"{node.alloc_cpus}/{node.cpus}", mem,
-             f"{node.gpu_alloc}/{node.gpu_total}", clean(parts, width), clean(node.reason or "", width),
-             clean(node.reason_user or "", width), "")
+    cells = (clean(node.name, width), node_state_text(node), f"{node.alloc_cpus}/{node.cpus}",
+             mem_gib(node.alloc_memory_mb, node.memory_mb), f"{node.gpu_alloc}/{node.gpu_total}",
+             clean(parts, width), clean(node.reason or "", width), clean(node.reason_user or "", width), "")
     state_words = " ".join([node.display_state, node.state, *sorted(node.flags)])
     values = (node.name, state_words, node.cpus, node.alloc_cpus, node.memory_mb // 1024, node.gpu_total,
               node.gpu_alloc, node.gpu_total - node.gpu_alloc, parts, node.reason or "", node.reason_user or "",
@@ -175,10 +209,11 @@ def node_style(node: Node) -> str:
 GPU_SCHEMA = Schema(
     fields=("node", "index", "type", "state", "job", "user", "note", *TELEMETRY_FIELDS),
     columns=(
-        Column("NODE", 14, 0), Column("GPU", 3, 1, "right"), Column("TYPE", 6, 2), Column("NODE STATE", 12, 3),
-        Column("JOB", 11, 4), Column("USER", 10, 5), Column("NOTE", 16, 6),
-        Column("UTIL%", 5, 7, "right"), Column("MEM%", 5, 8, "right"), Column("TEMP", 4, 9, "right"),
-        Column("POWER", 5, 10, "right"), Column("ECC", 4, 11, "right"), Column("THROTTLE", 10, 12),
+        Column("NODE", 6, 0, pin=True), Column("GPU", 3, 1, "right", pin=True), Column("TYPE", 4, 2),
+        Column("NODE STATE", 8, 3), Column("JOB", 5, 4, pin=True), Column("USER", 4, 5, pin=True),
+        Column("NOTE", 4, 6), Column("UTIL%", 5, 7, "right", pin=True), Column("MEM%", 4, 8, "right"),
+        Column("TEMP", 4, 9, "right"), Column("POWER", 5, 10, "right"), Column("ECC", 3, 11, "right"),
+        Column("THROTTLE", 8, 12),
     ),
     aliases={"n": "node", "idx": "index", "s": "state", "u": "user", "jobid": "id"},
 )
@@ -202,7 +237,7 @@ def _telemetry_cells(t: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tupl
     return cells, vals
 
 
-def gpu_rows(node: Node, holders: Mapping[tuple[str, int], Job], telemetry: Mapping[tuple[str, int], Mapping[str, Any]], width: int = 40) -> list[Row]:
+def gpu_rows(node: Node, holders: Mapping[tuple[str, int], Job], telemetry: Mapping[tuple[str, int], Mapping[str, Any]], width: int = KEEP) -> list[Row]:
     """One row per GPU index of ``node``."""
     rows: list[Row] = []
     idx = 0
@@ -235,15 +270,16 @@ def gpu_rows(node: Node, holders: Mapping[tuple[str, int], Job], telemetry: Mapp
 PART_SCHEMA = Schema(
     fields=("name", "state", "nodes", "gpus", "gpus_alloc", "gpus_idle", "unavailable", "running", "pending", "max_time", "default"),
     columns=(
-        Column("PARTITION", 14, 0), Column("STATE", 6, 1), Column("NODES", 6, 2, "right"), Column("GPU ALLOC", 11, 4, "right"),
-        Column("IDLE", 6, 5, "right"), Column("DOWN/DRN", 8, 6, "right"), Column("RUN", 7, 7, "right"),
-        Column("PEND", 7, 8, "right"), Column("MAXTIME", 8, 9, "right"),
+        Column("PARTITION", 9, 0, pin=True), Column("STATE", 5, 1, pin=True), Column("NODES", 5, 2, "right"),
+        Column("GPU ALLOC", 9, 4, "right", pin=True), Column("IDLE", 4, 5, "right", pin=True),
+        Column("DOWN/DRN", 8, 6, "right"), Column("RUN", 3, 7, "right"), Column("PEND", 4, 8, "right", pin=True),
+        Column("MAXTIME", 7, 9, "right"),
     ),
     aliases={"p": "name", "partition": "name", "s": "state"},
 )
 
 
-def partition_rows(snap: ClusterSnapshot, width: int = 40) -> list[Row]:
+def partition_rows(snap: ClusterSnapshot, width: int = KEEP) -> list[Row]:
     nodes = {n.name: n for n in snap.nodes}
     running: dict[str, int] = {}
     pending: dict[str, int] = {}
@@ -298,6 +334,7 @@ class TableData:
     order: tuple[Any, ...]
     index: Mapping[Any, int]
     total: int = 0  # rows before filtering
+    widths: tuple[int, ...] = ()  # per column, the widest cell (terminal cells) of every row
 
     @classmethod
     def empty(cls) -> TableData:
@@ -308,7 +345,11 @@ def build_table(rows: Sequence[Row], predicate: Any, sort_field: int | None, rev
     """Filter and sort ``rows`` (off the UI thread); ``predicate`` from ``compile_query``."""
     from cockpit.core.filtering import sort_order
 
+    from cockpit.tui.columns import data_widths
+
     by_key = {r.key: r for r in rows}
     kept = [r for r in rows if predicate(r.values, r.haystack)] if predicate else list(rows)
     order = tuple(sort_order([r.key for r in kept], [r.values for r in kept], sort_field, reverse))
-    return TableData(by_key, order, {k: i for i, k in enumerate(order)}, len(rows))
+    ncols = len(rows[0].cells) if rows else 0
+    widths = tuple(data_widths([r.cells for r in rows], ncols))
+    return TableData(by_key, order, {k: i for i, k in enumerate(order)}, len(rows), widths)

@@ -1,7 +1,9 @@
 """What the operator is looking at: the targets of an action, the job under the cursor.
 
-Read from the App's own screens only: the main screen's active table
-(marked rows, else the cursor row) or a detail screen's key.
+Read from the App's own screens only: the main screen's active table (marked
+rows, else the cursor row; the table's ``target_kind`` says whether its keys
+are jobs or nodes) or a pushed screen that names its own target with a
+``targets()`` method (a job's or node's detail, its describe view ...).
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ def current_targets(app: CockpitApp) -> tuple[str, tuple[str, ...]]:
     if isinstance(screen, NodeDetailScreen):
         return "node", (str(screen.key),)
     if screen is not app.main:
+        named = getattr(screen, "targets", None)
+        return named() if callable(named) else ("", ())
+    table = app.main.active_table()
+    if table is None or not table.target_kind:
         return "", ()
-    view = app.current_view()
-    keys = app.selected_keys()
-    if view == "jobs":
+    keys = table.selected_keys()
+    if table.target_kind == "job":
         return "job", tuple(str(k) for k in keys)
-    if view in ("nodes", "gpus"):
-        return "node", tuple(dict.fromkeys(str(k).split(":", 1)[0] for k in keys))
-    return "", ()
+    return "node", tuple(dict.fromkeys(str(k).split(":", 1)[0] for k in keys))
 
 
 def job_in_view(app: CockpitApp) -> Job | None:

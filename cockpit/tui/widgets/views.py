@@ -34,18 +34,20 @@ class TableView(Vertical):
     """
     kind = ""
     title = ""
+    target_kind = ""  # what a row key names for actions: "job", "node" or nothing
     schema: R.Schema
 
     def __init__(self, clock, width: int = 40, **kw: Any) -> None:
         super().__init__(id=f"view-{self.kind}", **kw)
         self.clock = clock
         self.cell_width = width
-        self.table = VTable(self.schema.columns, clock=clock, id=f"table-{self.kind}")
+        self.table = VTable(self.schema.columns, clock=clock, cap=width, target_kind=self.target_kind, id=f"table-{self.kind}")
         self.status_line = Static("", classes="view-status")
         self.snapshot: ClusterSnapshot | None = None
         self.telemetry: R.Mapping = {}
         self.query_text = ""
         self.query_error = ""
+        self.telemetry_off = ""  # why GPU telemetry is off ('' when on): said where its columns are blank
         self._dirty = False
         self._gen = 0
         self._lock = threading.Lock()  # one build at a time: the LiveTable is not thread-safe
@@ -88,7 +90,7 @@ class TableView(Vertical):
             return
         self._dirty = False
         self._gen += 1
-        self._build(self.query_text, self.table.sort_field, self.table.sort_reverse, self._gen)
+        self._build(self.query_text, self.table.sort_field, self.table.value_reverse, self._gen)
 
     # The snapshot is read from self.snapshot, never passed: a finished Textual worker
     # sits in a reference cycle with its arguments until the cyclic GC runs, and the
@@ -117,14 +119,33 @@ class TableView(Vertical):
         # the next build, in its thread: freeing it here cost the UI thread ~4 ms.
         self._retired.append(self.table.data)
         self.table.set_data(data)
+        self.show_status()
+
+    def status_text(self) -> Text:
+        data = self.table.data
         shown, total = len(data.order), data.total
-        t = Text(f" {self.title}: {shown}" + (f" of {total}" if shown != total else ""), no_wrap=True)
+        t = Text(f" {self.title}: {shown}" + (f" of {total}" if shown != total else ""), no_wrap=True,
+                 overflow="ellipsis")
         if self.query_text:
             t.append("  filter: ")
             t.append(self.query_text, style="bold")
-        if self.table.marked_keys():
-            t.append(f"  marked: {len(self.table.marked_keys())}")
-        self.status_line.update(t, layout=False)  # height 1 by CSS: a re-layout of the screen is ~15 ms
+        marked = len(self.table.marked_keys())
+        if marked:
+            t.append(f"  marked: {marked}", style="bold")
+            t.append(" (u unmarks all)")
+        lay = self.table.column_layout
+        if lay.scrolls:
+            t.append(f"  ←→ {lay.hidden_left + lay.hidden_right} more column(s)")
+        if self.telemetry_off and self.kind in ("gpus", "jobs"):
+            t.append(f"  GPU telemetry {self.telemetry_off}", style="italic")
+        return t
+
+    def show_status(self) -> None:
+        self.status_line.update(self.status_text(), layout=False)  # height 1 by CSS: a re-layout is ~15 ms
+
+    def on_vtable_marks_changed(self, event: VTable.MarksChanged) -> None:
+        event.stop()
+        self.show_status()
 
     def make_live(self) -> LiveTable:
         """By default the objects are the rows themselves (see :meth:`objects`)."""
@@ -142,30 +163,72 @@ _ROW_KEY = attrgetter("key")
 
 
 class JobsView(TableView):
-    kind, title, schema = "jobs", "Jobs", R.JOB_SCHEMA
+    kind, title, schema, target_kind = "jobs", "Jobs", R.JOB_SCHEMA, "job"
+
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        super().__init__(*a, **kw)
+        self.extras: dict[int, tuple[float | None, float | None]] = {}
 
     def make_live(self) -> LiveTable:
-        return LiveTable(lambda j: R.job_row(j, self.cell_width), attrgetter("job_id"))
+        return LiveTable(R.job_row, attrgetter("job_id"))
+
+    def set_extras(self, extras: dict[int, tuple[float | None, float | None]], visible: bool) -> None:
+        """job id -> (mean GPU utilisation %, epoch of its output's last change): the
+        GPU% and LAST OUT cells (only the jobs whose figures changed get a new row)."""
+        if extras == self.extras:
+            return
+        self.extras = extras
+        self._dirty = True
+        if visible:
+            self.rebuild()
 
     def objects(self, snap):
-        return snap.jobs
+        extras = self.extras
+        if not extras:
+            return snap.jobs
+        get, wrap = extras.get, R.JobExtras
+        return [j if (e := get(j.job_id)) is None else wrap(j, *e) for j in snap.jobs]
 
 
 class NodesView(TableView):
-    kind, title, schema = "nodes", "Nodes", R.NODE_SCHEMA
+    kind, title, schema, target_kind = "nodes", "Nodes", R.NODE_SCHEMA, "node"
 
     def make_live(self) -> LiveTable:
-        return LiveTable(lambda n: R.node_row(n, self.cell_width), attrgetter("name"))
+        return LiveTable(R.node_row, attrgetter("name"))
+
+    # Nodes drained or down 3x or more in 14 days, from accounting (cockpit/tui/accounting.py):
+    # a "flapping" flag, shown in the state cell; the filter state:flapping finds them.
+    flapping: frozenset = frozenset()
+
+    def set_flapping(self, names: frozenset, visible: bool) -> None:
+        if names == self.flapping:
+            return
+        self.flapping = frozenset(names)
+        self._flagged_cache: dict[str, tuple[Any, Any]] = {}
+        self._dirty = True
+        if visible:
+            self.rebuild()
 
     def objects(self, snap):
-        return snap.nodes
+        if not self.flapping:
+            return snap.nodes
+        return [self._flagged(n) if n.name in self.flapping else n for n in snap.nodes]
+
+    def _flagged(self, node):
+        # The same object while the node is unchanged, so its row is not rebuilt each refresh.
+        from dataclasses import replace
+
+        seen = self._flagged_cache.get(node.name)
+        if seen is None or seen[0] is not node:
+            seen = self._flagged_cache[node.name] = (node, replace(node, flags=node.flags | {"flapping"}))
+        return seen[1]
 
 
 class GpusView(TableView):
     # GPU rows depend on nodes, jobs and telemetry together. A node's rows are built
     # again only when the node, the jobs holding its GPUs or its telemetry changed
     # (10k nodes are 80k rows: rebuilding all of them held the GIL ~0.4 s a refresh).
-    kind, title, schema = "gpus", "GPUs", R.GPU_SCHEMA
+    kind, title, schema, target_kind = "gpus", "GPUs", R.GPU_SCHEMA, "node"
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
@@ -193,7 +256,7 @@ class GpusView(TableView):
             if hit is not None and (hit[0] is node or hit[0] == node) and hit[1] == held and hit[2] == seen:
                 rows = hit[3]
             else:
-                rows = R.gpu_rows(node, holders, tel, self.cell_width)
+                rows = R.gpu_rows(node, holders, tel)
             new[node.name] = (node, held, seen, rows)
             out.extend(rows)
         self._node_rows = new
@@ -204,7 +267,7 @@ class PartitionsView(TableView):
     kind, title, schema = "partitions", "Partitions", R.PART_SCHEMA
 
     def build_rows(self, snap):
-        return R.partition_rows(snap, self.cell_width)
+        return R.partition_rows(snap)
 
 
 TABLE_VIEWS = (NodesView, GpusView, PartitionsView, JobsView)
