@@ -53,3 +53,11 @@ async def node_history(acct: Any, node: str, start: int, now: float, last_jobs: 
     return NodeHistory(node=node, start=start, end=int(now), events=events, recent_jobs=recent, summary=line,
                        flapping=flapping(counts), counts=counts, xids=xids, failed_jobs=failed,
                        costs=ev.costs + jobs.costs)
+
+
+async def flapping_nodes(acct: Any, start: int) -> tuple[frozenset[str], tuple]:
+    """(the nodes drained or down FLAP_EVENTS times or more since ``start``, the query's
+    costs): one sacctmgr query for every node. Raises BackendError/ParseError."""
+    ev = await acct.node_events("", start)
+    counts: Counter = Counter(e.node for e in ev.items if e.kind in ("drain", "down"))
+    return frozenset(n for n, c in counts.items() if c >= FLAP_EVENTS), ev.costs

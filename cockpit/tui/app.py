@@ -151,6 +151,9 @@ class CockpitApp(App):
             self.notify(warning, title="plugin", severity="error", timeout=15)
         if self._poll:
             self.run_worker(self.poller.run(), name="poller", group="poller", exclusive=True)
+            from cockpit.tui.accounting import start_flapping_watch
+
+            start_flapping_watch(self)  # the Nodes view's flapping mark, from accounting
         self.set_interval(1.0, self._tick)
         if self.live_telemetry is not None:  # its panel in place before the GPU view is first laid out
             self.call_after_refresh(self.live_telemetry.tick)

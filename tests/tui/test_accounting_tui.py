@@ -101,3 +101,19 @@ async def test_without_accounting_one_line():
         await settle(pilot, app, 0.3)
         needle = "accounting is not configured: the fake backend offers no accounting"
         assert needle in await wait_text(pilot, app, needle)
+
+
+async def test_the_nodes_view_marks_the_flapping_node():
+    app, backend = demo_app()
+    async with app.run_test(size=(160, 60)) as pilot:
+        await settle(pilot, app)
+        view = app.main.views["nodes"]
+        for _ in range(100):
+            if view.flapping:
+                break
+            await pilot.pause(0.05)
+        assert backend.xid_node in view.flapping
+        await pilot.press("2")
+        await pilot.press("slash", *"state:flapping", "enter")
+        text = await wait_text(pilot, app, "flapping")
+        assert backend.xid_node in text and "⚑flapping" in text
