@@ -95,14 +95,14 @@ def _bar(pct: float | None, width: int = 40) -> str:
 async def run_utilization(args: argparse.Namespace, session: Any) -> int:
     """Raises UsageError (2), AccountingUnavailable/BackendError (3)."""
     from cockpit.commands._acct_out import print_costs, print_json, print_lines
-    from cockpit.core.accounting import _names, parse_since, require_accounting
+    from cockpit.core.accounting import names_arg, parse_since, require_accounting
     from cockpit.core.utilization import utilization
     from cockpit.models.accounting_serialize import util_row_to_dict, utilization_to_dict
 
     now = time.time()
     start = parse_since(args.since, now)
-    partition = (_names(args.partition, "--partition") or ("",))[0]
-    account = (_names(args.account, "--account") or ("",))[0]
+    partition = (names_arg(args.partition, "--partition") or ("",))[0]
+    account = (names_arg(args.account, "--account") or ("",))[0]
     acct = await require_accounting(session.backend)
     snap = await session.backend.snapshot()
     if partition and partition not in {p.name for p in snap.partitions}:

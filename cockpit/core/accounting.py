@@ -102,7 +102,8 @@ def parse_states(text: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out)) or FINISHED_STATES
 
 
-def _names(text: str | None, flag: str) -> tuple[str, ...]:
+def names_arg(text: str | None, flag: str) -> tuple[str, ...]:
+    """``a,b`` -> ("a", "b"). Raises UsageError for a word that is not a Slurm name."""
     out = tuple(p.strip() for p in (text or "").split(",") if p.strip())
     for name in out:
         if not re.fullmatch(r"[A-Za-z0-9_.@-]+", name):
@@ -113,8 +114,8 @@ def _names(text: str | None, flag: str) -> tuple[str, ...]:
 def job_query(start: int, *, states: str | None = None, users: str | None = None,
               partitions: str | None = None, accounts: str | None = None) -> JobQuery:
     """The bounded query for a history. Raises UsageError for a bad name or state."""
-    return JobQuery(start=start, states=parse_states(states), users=_names(users, "--user"),
-                    partitions=_names(partitions, "--partition"), accounts=_names(accounts, "--account"))
+    return JobQuery(start=start, states=parse_states(states), users=names_arg(users, "--user"),
+                    partitions=names_arg(partitions, "--partition"), accounts=names_arg(accounts, "--account"))
 
 
 @dataclass(frozen=True, slots=True)

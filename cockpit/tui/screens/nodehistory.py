@@ -17,7 +17,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from cockpit.errors import CockpitError
-from cockpit.hostlist import collapse
 from cockpit.text import clean
 from cockpit.tui.rows import duration
 from cockpit.tui.widgets.crumbs import Breadcrumb
@@ -99,5 +98,3 @@ class NodeHistoryScreen(Screen):
             return
         body.update(Group(*history_renderables(h, now)))
 
-
-__all__ = ["NodeHistoryScreen", "collapse"]
