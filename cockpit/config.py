@@ -66,8 +66,10 @@ class Ssh:
 @dataclass(frozen=True)
 class Tui:
     theme: str = _f("textual-dark", "Textual theme name.")
-    max_cell_width: int = _f(40, "Cluster strings longer than this are cut with an ellipsis in tables.")
+    max_cell_width: int = _f(40, "Where a table's columns do not all fit, a column is cut to this width (with an ellipsis) before the others scroll; while width is free, values are shown whole.")
     telemetry: bool = _f(True, "Poll live GPU telemetry (nvidia-smi through the backend's probe runner: SSH to the nodes, or the demo's simulated nodes) for the nodes in view, every [refresh] telemetry seconds; on a real cluster only when SSH reaches the nodes ([general] host, [ssh] jump_host or an ssh config file); false turns it off.")
+    watch_output: int = _f(60, "Seconds between looks at the output files of the running jobs (the largest 256 by GPUs): the jobs view's LAST OUT and the Pulse's suspects. Read here where readable, else with stat on the job's batch host through the probe runner; 0 turns it off.")
+    silent_after: int = _f(600, "A running job whose output has not changed for this many seconds is listed as a suspect on the Pulse.")
 
 
 @dataclass(frozen=True)

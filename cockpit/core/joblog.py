@@ -203,6 +203,35 @@ async def job_log_path(backend: Any, job_id: str, *, stderr: bool = False) -> st
     return path_for(await find_job(backend, job_id), stderr=stderr)
 
 
+# -- when the output last changed (the TUI's output watch) -------------------
+
+def stat_argv(paths: list[str]) -> list[str]:
+    """``stat`` printing "MTIME PATH" per file (one command for all of a node's files)."""
+    return ["stat", "-L", "-c", "%Y %n", "--", *paths]
+
+
+def parse_mtimes(text: str, paths: Any) -> dict[str, float]:
+    """{path: mtime} from :func:`stat_argv`'s output, for the ``paths`` asked only."""
+    wanted = set(paths)
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        stamp, _, path = line.partition(" ")
+        if path in wanted and stamp.isdecimal():
+            out[path] = float(stamp)
+    return out
+
+
+def local_mtimes(paths: Any) -> dict[str, float]:
+    """{path: mtime} of the files readable here (the others are left out)."""
+    out = {}
+    for path in paths:
+        try:
+            out[path] = os.stat(path).st_mtime
+        except OSError:
+            continue
+    return out
+
+
 # -- wherever the file is: here or on the node that writes it ---------------
 
 WHERE = ("auto", "local", "node")

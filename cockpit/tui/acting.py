@@ -1,10 +1,11 @@
 """The operator's actions in the TUI, owned by the App (keys ``a``, ``f``, ``P``).
 
-``a``: menu -> parameters -> confirmation with the exact argv -> execute ->
-per-target results, for the marked rows (else the cursor row; on a detail
-screen, that job or node). Everything runs through the App's gate
-(cockpit.core.actions), so read-only mode, the audit log and the per-target
-results are the same as headless.
+``a``: menu -> parameters -> confirmation with the exact argv and what each
+target is -> execute -> per-target results, for the marked rows (else the cursor
+row; on a detail screen, that job or node). Everything runs through the App's
+gate (cockpit.core.actions), so read-only mode, the audit log and the per-target
+results are the same as headless. Rows that were marked for an action are
+unmarked once it is done; the ones it failed on stay marked.
 
 ``f`` follows a job's output and ``P`` lists its processes, both through the
 backend's probe runner: SSH on a real cluster, the simulated nodes in the demo.
@@ -14,15 +15,66 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cockpit.core.actions import ACTIONS, Outcome, Params, build_plan
-from cockpit.core.joblog import JobOutput, open_job_output
+from rich.text import Text
+
+from cockpit.core.actions import ACTIONS, Outcome, Params, Plan, build_plan
+from cockpit.core.joblog import JobOutput, open_job_output, resolve_path
 from cockpit.errors import CockpitError
 from cockpit.models import Job
+from cockpit.text import clean
+from cockpit.tui.rows import duration
 from cockpit.tui.screens.actions import ActionMenu, ActionResults, ConfirmAction, ParamsForm
 from cockpit.tui.selection import current_targets, job_in_view
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
+
+DETAIL_LINES = 12  # targets described in the confirmation; the rest are counted
+
+
+def plan_details(app: CockpitApp, plan: Plan) -> list[Text]:
+    """What each target of ``plan`` is, for the confirmation: a job's user, name, GPUs
+    and time; a node's state and the jobs still running on it (a drain lets them finish)."""
+    snap = app.snapshot
+    if snap is None or plan.spec.kind not in ("job", "node"):
+        return []
+    now = app.clock()
+    lines: list[Text] = []
+    if plan.spec.kind == "job":
+        jobs = {str(j.job_id): j for j in snap.jobs if str(j.job_id) in set(plan.targets)}
+        for t in plan.targets[:DETAIL_LINES]:
+            j = jobs.get(t)
+            if j is None:
+                lines.append(Text(f"{t}  (not in the last snapshot)"))
+                continue
+            ran = f", running {duration(now - j.start_time)}" if j.state == "RUNNING" and j.start_time else ""
+            lines.append(Text(f"{j.display_id}  {clean(j.user, 16)}  {clean(j.name, 40)}  {j.gpu_count} GPU(s)  "
+                              f"{j.state.lower()}{ran}"))
+    else:
+        wanted = set(plan.targets)
+        on: dict[str, list[Job]] = {}
+        for j in snap.jobs:
+            if j.state == "RUNNING":
+                for n in j.nodes:
+                    if n in wanted:
+                        on.setdefault(n, []).append(j)
+        nodes = {n.name: n for n in snap.nodes if n.name in wanted}
+        keeps = plan.spec.name in ("drain", "reboot")
+        for t in plan.targets[:DETAIL_LINES]:
+            node, running = nodes.get(t), on.get(t, [])
+            line = Text(f"{t}  {node.display_state if node else '?'}")
+            if running:
+                verb = "keep running (a drain lets them finish)" if keeps else "are running"
+                line.append(f"  {len(running)} job(s) {verb}: ", style="bold" if keeps else "")
+                line.append(", ".join(f"{j.display_id} {clean(j.user, 12)} {clean(j.name, 24)}" for j in running[:3]))
+                if len(running) > 3:
+                    line.append(f" and {len(running) - 3} more")
+            else:
+                line.append("  no running jobs")
+            lines.append(line)
+    if len(plan.targets) > DETAIL_LINES:
+        lines.append(Text(f"… and {len(plan.targets) - DETAIL_LINES} more"))
+    return lines
 
 
 class ActionFlows:
@@ -48,12 +100,17 @@ class ActionFlows:
             return
         self.start(kind, targets, name)
 
-    def start(self, kind: str, targets: tuple[str, ...], name: str | None = None) -> None:
-        self.app.run_worker(self.flow(kind, targets, name), name="action", group="action", exclusive=True)
+    def start(self, kind: str, targets: tuple[str, ...], name: str | None = None,
+              params: dict[str, Any] | None = None) -> None:
+        table = self.app.main.active_table() if self.app.screen is self.app.main else None
+        marked = table if table is not None and table.marked_keys() else None
+        self.app.run_worker(self.flow(kind, targets, name, params, marked=marked), name="action", group="action",
+                            exclusive=True)
 
     async def flow(self, kind: str, targets: tuple[str, ...], name: str | None = None,
-                   params: dict[str, Any] | None = None) -> Outcome | None:
-        """Menu -> parameters -> confirmation -> execute -> results. Runs in a worker."""
+                   params: dict[str, Any] | None = None, *, marked: Any = None) -> Outcome | None:
+        """Menu -> parameters -> confirmation -> execute -> results. Runs in a worker.
+        ``marked``: the table whose marked rows are the targets (unmarked once done)."""
         app = self.app
         try:
             gate = app.gate()
@@ -79,7 +136,7 @@ class ActionFlows:
         except CockpitError as exc:
             app.notify(str(exc), severity="error", timeout=8)
             return None
-        if not await app.push_screen_wait(ConfirmAction(plan, gate.description)):
+        if not await app.push_screen_wait(ConfirmAction(plan, gate.description, plan_details(app, plan))):
             return None
         try:
             outcome = await gate.execute(plan, confirmed=True)  # the dialog above asked
@@ -87,8 +144,19 @@ class ActionFlows:
             app.notify(str(exc), severity="error", timeout=8)
             return None
         app.action_refresh_now()
-        await app.push_screen_wait(ActionResults(outcome))
+        note = self._unmark(marked, outcome)
+        await app.push_screen_wait(ActionResults(outcome, note))
         return outcome
+
+    @staticmethod
+    def _unmark(table: Any, outcome: Outcome) -> str:
+        """Unmark the targets the action was done on; say which stay marked."""
+        if table is None:
+            return ""
+        done = {r.target for r in outcome.results if r.ok}
+        table.unmark([k for k in table.marked_keys() if str(k).split(":", 1)[0] in done])
+        left = len(table.marked_keys())
+        return f"{left} row(s) it was not done on stay marked (u unmarks all)" if left else "marks cleared"
 
     # ------------------------------------------------------------ f: follow output
     def follow_output(self) -> None:
@@ -101,17 +169,20 @@ class ActionFlows:
         via = "from the simulated node" if self.app.simulated else "over SSH"
         self.app.push_screen(JobLogScreen(job, self.job_output, via=via))
 
-    def job_output(self, job: Job, stderr: bool) -> JobOutput:
+    async def job_output(self, job: Job, stderr: bool) -> JobOutput:
         """The job's stdout/stderr: here, or on its batch host through the probe runner.
 
-        A simulated cluster's files are never looked for on this machine; a backend
-        without probes (a replay, a test) reads here only. Raises JobLogError."""
+        The path is resolved first (Slurm's default where squeue names none; a
+        "/dev/null" checked with scontrol). A simulated cluster's files are never
+        looked for on this machine; a backend without probes (a replay, a test)
+        reads here only. Raises JobLogError."""
+        path = None if job.state == "PENDING" else await resolve_path(job, self.app.backend, stderr=stderr)
         probes = self.app.probes
         if probes is None or not probes.available:
-            return open_job_output(job, stderr=stderr, where="local")
+            return open_job_output(job, stderr=stderr, where="local", path=path)
         where = "node" if self.app.simulated else "auto"
         return open_job_output(job, stderr=stderr, where=where, remote_session=bool(self.app.config.general.host),
-                               pool=probes)
+                               pool=probes, path=path)
 
     # ------------------------------------------------------------ P: processes
     def job_processes(self) -> None:

@@ -9,8 +9,12 @@ keymap can rebind; the main screen and the tables declare theirs), its palette
 entries (``COMMANDS``: cockpit/tui/commands.py) and, from the plugins loaded
 through the entry point, their keys (KeySpecs), screens and commands
 (cockpit/tui/plugin_support.py). The actions are methods of the App and of the
-helpers it owns: :class:`~cockpit.tui.acting.ActionFlows` (a, f, P) and
+helpers it owns: :class:`~cockpit.tui.acting.ActionFlows` (a, f, P),
+:class:`~cockpit.tui.viewing.Viewers` (y, d, L, A) and
 :class:`~cockpit.tui.openers.PluginOpeners` (plugin screens and checks).
+The output watch (cockpit/tui/outputwatch.py) is one more node kind of the
+poller. The path of the screen stack (``Jobs › 48213 › dgx001``) is kept in
+``sub_title`` for the breadcrumbs.
 """
 
 from __future__ import annotations
@@ -22,31 +26,28 @@ from typing import Any
 
 from textual.app import App
 from textual.binding import Binding, BindingsMap
+from textual.screen import ModalScreen
 
 from cockpit.config import Config
 from cockpit.core.actions import Actions
 from cockpit.core.poller import Poller, PollStatus
 from cockpit.models import ClusterSnapshot
 from cockpit.tui.acting import ActionFlows
+from cockpit.tui.viewing import Viewers
 from cockpit.tui.commands import CockpitCommands
+from cockpit.tui.keyhelp import KEY_HELP, key_sections
 from cockpit.tui.messages import SnapshotUpdated, StatusUpdated, TelemetryUpdated
 from cockpit.tui.openers import PluginOpeners
+from cockpit.tui.outputwatch import KIND as OUTPUT, OutputUpdated, OutputWatch, output_blocker
 from cockpit.tui.plugin_support import PluginRegistry, normalize_key
 from cockpit.tui.screens.detail import DetailScreen, NodeDetailScreen
-from cockpit.tui.screens.help import KeysScreen
+from cockpit.tui.screens.help import KeysScreen, QuitScreen
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.selection import nodes_in_view
 from cockpit.tui.telemetry import KIND as TELEMETRY, LiveTelemetry, telemetry_blocker, visible_gpu_nodes
 from cockpit.tui.widgets.vtable import VTable
 
-# What each of the App's keys does, for the keys screen (by binding id).
-KEY_HELP = {
-    "cockpit.act": "act on the marked rows (or the cursor row): cancel, signal, requeue, hold, drain ..., "
-                   "always confirmed with the exact command",
-    "cockpit.follow": "follow a job's stdout/stderr (read here, or on its batch host through the probe runner)",
-    "cockpit.procs": "a job's processes on each of its nodes",
-    "cockpit.telemetry": "poll GPU telemetry now for the selected nodes / job (nodes in view are polled anyway)",
-}
+__all__ = ["KEY_HELP", "CockpitApp", "probes_for"]
 
 
 def probes_for(backend: Any, config: Config) -> Any:
@@ -64,7 +65,11 @@ class CockpitApp(App):
         Binding("a", "act", "Act", id="cockpit.act"),
         Binding("f", "follow_output", "Follow log", show=False, id="cockpit.follow"),
         Binding("P", "job_processes", "Procs", show=False, id="cockpit.procs"),
-        Binding("t", "telemetry_now", "GPU poll", id="cockpit.telemetry"),
+        Binding("t", "telemetry_now", "GPU poll", show=False, id="cockpit.telemetry"),
+        Binding("y", "copy", "Copy", show=False, id="cockpit.copy"),
+        Binding("d", "describe", "Describe", show=False, id="cockpit.describe"),
+        Binding("L", "slurm_logs", "Slurm logs", show=False, id="cockpit.logs"),
+        Binding("A", "audit_log", "Audit log", show=False, id="cockpit.audit"),
     ]
 
     def __init__(
@@ -91,6 +96,7 @@ class CockpitApp(App):
         self.probes = probes if probes is not None else probes_for(backend, self.config)
         self.acting = ActionFlows(self)
         self.openers = PluginOpeners(self)
+        self.viewers = Viewers(self)
         self.plugins = plugins if plugins is not None else PluginRegistry.load()
         self._add_plugin_keys()
         self._gate: Actions | None = None
@@ -100,9 +106,19 @@ class CockpitApp(App):
         node_kinds = {TELEMETRY: self.live_telemetry.node_kind()} if self.live_telemetry else {}
         refresh = self.config.refresh
         intervals = {k: getattr(refresh, k) for k in ("nodes", "jobs", "partitions", "topology")}
+        local, remote, off = output_blocker(self.config, self.probes, self.simulated)
+        self.output_watch = OutputWatch(self, self.probes, self.config.tui.watch_output, local=local,
+                                        remote=remote) if not off else None
+        if self.output_watch is not None:
+            node_kinds[OUTPUT] = self.output_watch.node_kind()
         self.poller = Poller(backend, self._on_poll, intervals, clock=clock, node_kinds=node_kinds)
         self._poll = poll
-        self.main = MainScreen(clock, self.config.tui.max_cell_width)
+        self._refresh_once = False  # r while paused: un-pause for one poll
+        self.hints: dict[int, dict[str, Any]] = {}  # job id -> what a runbook found (the straggler's node)
+        self.main = MainScreen(clock, self.config.tui.max_cell_width, silent_after=self.config.tui.silent_after,
+                               watching=off)
+        for view in ("gpus", "jobs"):
+            self.main.views[view].telemetry_off = why
         if self.config.tui.theme in self.available_themes:
             self.theme = self.config.tui.theme
 
@@ -113,7 +129,7 @@ class CockpitApp(App):
         # Each carries the spec's id (a keymap rebinds it) and runs the one declared
         # action plugin_key(id); a spec that clashes with a key declared here is refused.
         taken = {}
-        for cls in (CockpitApp, MainScreen, VTable, DetailScreen):
+        for cls in (CockpitApp, MainScreen, VTable, DetailScreen):  # the keys a plugin key may not take
             for b in Binding.make_bindings(cls.BINDINGS):
                 taken[normalize_key(b.key)] = f"cockpit's {b.description or b.action!r}"
         bindings = self.plugins.register_keys(taken, self.openers.key_openers)
@@ -189,6 +205,10 @@ class CockpitApp(App):
             # app.snapshot anyway.
             if screen is not self.main and screen.is_mounted and hasattr(screen, "refresh_snapshot"):
                 screen.refresh_snapshot(message.snapshot)
+        if self._refresh_once:  # r while paused: this was the one poll
+            self._refresh_once = False
+            self.poller.pause()
+            self.post_message(StatusUpdated(self.poller.status()))
 
     def on_status_updated(self, message: StatusUpdated) -> None:
         self.poll_status = message.status
@@ -202,7 +222,11 @@ class CockpitApp(App):
         if self.live_telemetry is not None:
             self.live_telemetry.tick()
 
+    def on_output_updated(self, message: OutputUpdated) -> None:
+        self.main.update_outputs(message.mtimes)
+
     def on_main_screen_view_shown(self, message: MainScreen.ViewShown) -> None:
+        self.update_crumbs()
         if message.kind == "gpus" and self.live_telemetry is not None:
             self.poller.ask(TELEMETRY)  # its rows are on screen now: read them now, not at the next look
 
@@ -210,10 +234,50 @@ class CockpitApp(App):
         if self.live_telemetry is not None:
             self.poller.ask(TELEMETRY, (message.node,))
 
+    def on_runbook_screen_finished(self, message: Any) -> None:
+        """The runbook screen (a plugin's) reports what its run found: the hung-job
+        runbook's straggler, shown first among the job's nodes in its detail."""
+        facts = getattr(message, "facts", None) or {}
+        job = getattr(message, "job_id", None)
+        if job and facts.get("straggler_node"):
+            self.hints[int(str(job).split("_")[0])] = {k: facts[k] for k in ("straggler_node", "straggler_rank")
+                                                        if k in facts}
+
     def set_telemetry(self, telemetry) -> None:
         """Replace the live GPU telemetry shown in the GPU view and node details."""
         self.telemetry = dict(telemetry)
         self.main.update_telemetry(self.telemetry)
+
+    # -- screens and where we are -------------------------------------------
+    def push_screen(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().push_screen(*args, **kwargs)
+        self.update_crumbs()
+        return result
+
+    def pop_screen(self) -> Any:
+        result = super().pop_screen()
+        self.update_crumbs()
+        return result
+
+    def switch_screen(self, screen: Any) -> Any:
+        result = super().switch_screen(screen)
+        self.update_crumbs()
+        return result
+
+    def crumbs(self) -> str:
+        """``Jobs › 48213 › dgx001``: the screens in the stack (dialogs left out)."""
+        parts = []
+        for screen in self.screen_stack[1:]:
+            if isinstance(screen, ModalScreen):
+                continue
+            if screen is self.main:
+                parts.append(self.main.views[self.main.current].title)
+                continue
+            parts.append(str(getattr(screen, "crumb", "") or type(screen).__name__.removesuffix("Screen")))
+        return " › ".join(parts)
+
+    def update_crumbs(self) -> None:
+        self.sub_title = self.crumbs()
 
     # -- what the main screen shows ----------------------------------------
     def selected_keys(self) -> tuple:
@@ -228,21 +292,28 @@ class CockpitApp(App):
     def current_view(self) -> str:
         return self.main.current
 
+    def job_fate(self, job_id: Any) -> str:
+        """Why a job id is not in the queue ("left it 3m ago", "never seen")."""
+        try:
+            return self.main.pulse.tracker.job_fate(int(job_id), self.clock())
+        except (TypeError, ValueError):
+            return "not in the queue"
+
+    def hints_for(self, job_id: int) -> dict[str, Any]:
+        return self.hints.get(job_id, {})
+
+    def output_mtime(self, job_id: int) -> float | None:
+        return self.main.pulse.outputs.get(job_id)
+
+    def suspect_evidence(self, job_id: int) -> tuple[str, ...]:
+        row = self.main.pulse.suspects.data.rows.get(job_id)
+        return (row.values[5],) if row is not None else ()
+
     def key_rows(self) -> list[tuple[str, str]]:
-        """(key, help) of the App's keys and the plugins' keys, for the keys screen."""
-        rows = []
-        for b in self.BINDINGS:
-            if isinstance(b, Binding) and b.id in KEY_HELP and self.check_action(b.action, ()):
-                rows.append((b.key, KEY_HELP[b.id]))
-        rows += [(k.spec.key, k.spec.help) for k in self.plugins.keys.values()]
-        return rows
+        """(key, help) of every key the keys screen lists, the current view's first."""
+        return [row for _title, rows in key_sections(self) for row in rows]
 
     # -- actions ---------------------------------------------------------
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "telemetry_now":  # hidden (and the key free) while telemetry is off
-            return self.live_telemetry is not None
-        return True
-
     def action_toggle_pause(self) -> None:
         if self.poller.paused:
             self.poller.resume()
@@ -251,11 +322,28 @@ class CockpitApp(App):
         self.post_message(StatusUpdated(self.poller.status()))
 
     def action_refresh_now(self) -> None:
+        """Fetch now; while paused, fetch once and stay paused."""
+        if self.poller.paused:
+            self._refresh_once = True
+            self.poller.resume()
+            self.notify("paused: refreshing once (p resumes polling)")
+            return
         self.poller.refresh_now()
 
     def action_show_keys(self) -> None:
         if not isinstance(self.screen, KeysScreen):
-            self.push_screen(KeysScreen(self.key_rows()))
+            self.push_screen(KeysScreen(key_sections(self)))
+
+    def action_request_quit(self) -> None:
+        """q: ask first (a second q on a detail screen's way back must not end the session)."""
+        if isinstance(self.screen, QuitScreen):
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(QuitScreen(), callback=answered)
 
     def action_view(self, kind: str) -> None:
         while self.screen is not self.main and len(self.screen_stack) > 1:
@@ -278,6 +366,26 @@ class CockpitApp(App):
 
     def action_plugin_key(self, key_id: str) -> None:
         self.openers.key(key_id)
+
+    def copy_value(self, value: str, what: str) -> None:
+        self.viewers.copy_value(value, what)
+
+    def action_copy(self) -> None:
+        self.viewers.copy()
+
+    def action_describe(self) -> None:
+        self.viewers.describe()
+
+    def action_slurm_logs(self) -> None:
+        self.viewers.slurm_logs()
+
+    def action_audit_log(self) -> None:
+        self.viewers.audit_log()
+
+    def action_unmark_all(self) -> None:
+        table = self.main.active_table()
+        if table is not None:
+            table.unmark(None)
 
     def action_telemetry_now(self) -> None:
         """Poll the GPUs of the selection (nodes, or a job's nodes) and of the rows in view now."""

@@ -49,6 +49,16 @@ def cockpit_commands(app: CockpitApp) -> list[PaletteCommand]:
         PaletteCommand("Job: processes", "List the selected job's processes on its nodes (P)", app.action_job_processes),
         PaletteCommand("Telemetry: poll the selected nodes now (t)", "nvidia-smi on the selection, through the probe runner",
                        app.action_telemetry_now),
+        PaletteCommand("Copy the selection (y)", "The job ids, node list or command under the cursor, with OSC 52",
+                       app.action_copy),
+        PaletteCommand("Describe: what Slurm says (d)", "scontrol show job/node of the selection, as text",
+                       app.action_describe),
+        PaletteCommand("Slurm logs (L)", "The end of slurmctld's log, and the selected node's slurmd log",
+                       app.action_slurm_logs),
+        PaletteCommand("Audit log (A)", "Past actions: who, what, result; follow-ups through the gate",
+                       app.action_audit_log),
+        PaletteCommand("Unmark all rows (u)", "Clear the marks of the table in view", app.action_unmark_all),
+        PaletteCommand("Quit", "Quit cockpit (asks first)", app.action_request_quit),
     ]
     from cockpit.tui.accounting import accounting_commands
 

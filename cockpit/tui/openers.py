@@ -8,7 +8,8 @@ its palette entries call it. Openers a KeySpec may name:
   --job ID`` and the layout plugin's picture (a plan form when no job is selected,
   from the palette);
 * ``why``: "why is this stuck?": the hung-job runbook for a job, the gpu-xid
-  runbook for a node (or a GPU row's node). Runbooks start in propose mode; the
+  runbook for a node (or a GPU row's node), and for a pending job why it waits
+  (cockpit/tui/screens/whypending.py). Runbooks start in propose mode; the
   runbook screen's own ``x`` runs them again doing the proposed actions, each one
   confirmed through the gate (read-only refuses, audited);
 * ``nccl``: the NCCL screen on the selected nodes;
@@ -202,11 +203,23 @@ class PluginOpeners:
             return None
 
     def why(self) -> None:
+        """A pending job: why it waits; a running job: the hung-job runbook; a node: gpu-xid."""
         kind, targets = current_targets(self.app)
         if not targets:
             self.app.notify("select a job or a node first", severity="warning")
             return
+        if kind == "job":
+            job = self.job(targets[0])
+            if job is not None and job.state == "PENDING":
+                from cockpit.tui.screens.whypending import WhyPendingScreen
+
+                self.app.push_screen(WhyPendingScreen(job))
+                return
         self.runbook(JOB_RUNBOOK if kind == "job" else NODE_RUNBOOK, kind, targets[0])
+
+    def job(self, ident: str) -> Job | None:
+        snap = self.app.snapshot
+        return next((j for j in snap.jobs if str(j.job_id) == ident), None) if snap is not None else None
 
     def runbook(self, name: str, kind: str | None = None, target: str | None = None) -> None:
         """The runbook screen for ``name`` on a job or node (the selection when not given)."""

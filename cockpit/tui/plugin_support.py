@@ -53,6 +53,9 @@ def dialog_confirm(app: CockpitApp) -> Callable[[Plan], Any]:
     return confirm
 
 
+FOOTER_OPENERS = frozenset({"why"})
+
+
 @dataclass(frozen=True)
 class PluginKey:
     """A plugin's declared key, accepted: its spec and the plugin it belongs to."""
@@ -62,8 +65,10 @@ class PluginKey:
 
     def binding(self) -> Binding:
         """One Binding per key spec, all dispatched by the App's ``plugin_key`` action;
-        the spec's id lets a keymap rebind it like cockpit's own keys."""
-        return Binding(self.spec.key, f"plugin_key({self.spec.id!r})", self.spec.description, id=self.spec.id)
+        the spec's id lets a keymap rebind it like cockpit's own keys. The footer shows
+        the "why is this stuck?" key only (80 columns hold no more); ``?`` lists all."""
+        return Binding(self.spec.key, f"plugin_key({self.spec.id!r})", self.spec.description, id=self.spec.id,
+                       show=self.spec.opener in FOOTER_OPENERS)
 
 
 def normalize_key(key: str) -> str:

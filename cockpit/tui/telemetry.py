@@ -112,10 +112,12 @@ class LiveTelemetry:
 
     # -- what the poller calls (on the app's event loop) -----------------
     def wanted(self) -> set[str]:
-        """The nodes on screen: the GPU view's visible rows and an open node detail."""
+        """The nodes on screen (the GPU view's visible rows, an open node detail) and
+        the nodes of the Pulse's suspects and silent jobs (their GPUs' use is evidence)."""
         nodes = visible_gpu_nodes(self.app)
         if isinstance(self.app.screen, NodeDetailScreen):
             nodes.add(str(self.app.screen.key))
+        nodes.update(self.app.main.pulse.watch_nodes)
         return nodes
 
     async def fetch(self, nodes: tuple[str, ...]) -> TelemetryReading:

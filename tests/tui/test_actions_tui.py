@@ -115,6 +115,7 @@ async def test_drain_asks_for_a_reason_and_passes_it_verbatim(tmp_path):
         await pilot.press("a")
         (await wait_screen(pilot, app, ActionMenu)).dismiss("drain")
         form = await wait_screen(pilot, app, ParamsForm)
+        await pilot.press("enter")  # the template list opens on "free text": Enter moves on to the reason
         form.query_one("#reason").value = reason
         await pilot.press("enter")
         await wait_screen(pilot, app, ConfirmAction)

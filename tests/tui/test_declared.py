@@ -107,7 +107,7 @@ async def test_broken_key_specs_and_screens_are_notifications_naming_the_plugin(
         screens={"status": "cockpit_no_such_module:StatusScreen", "bad": "no-colon-here"},
         commands={"Shaky: status": "status", "Shaky: nowhere": "nowhere"},
         keys=(KeySpec("p", "shaky.pause", "Steal", "takes cockpit's pause key", "status"),
-              KeySpec("y", "shaky.lost", "Lost", "opens nothing", "nowhere"),
+              KeySpec("Y", "shaky.lost", "Lost", "opens nothing", "nowhere"),
               "not a spec",
               KeySpec("Y", "shaky.status", "Status", "the shaky status screen", "status")),
     )
@@ -121,7 +121,7 @@ async def test_broken_key_specs_and_screens_are_notifications_naming_the_plugin(
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)
         notes = [n.message for n in app._notifications]
-        for needle in ("'p' (shaky.pause) is taken by cockpit's 'Pause'", "'y' (shaky.lost) opens 'nowhere'",
+        for needle in ("'p' (shaky.pause) is taken by cockpit's 'Pause'", "'Y' (shaky.lost) opens 'nowhere'",
                        "'not a spec' is not a KeySpec", "screen 'bad' is 'no-colon-here'",
                        "command 'Shaky: nowhere' names 'nowhere'"):
             assert any(n.startswith("plugin 'shaky': ") and needle in n for n in notes), (needle, notes)

@@ -93,7 +93,9 @@ async def test_sort_key_cycles_columns_and_header_click_reverses():
         await pilot.press("S")
         await settle(pilot, app)
         assert table.data.order[0] == "gpu10"
-        await pilot.click(table, offset=(20, 0))  # STATE header
+        lay = table.column_layout
+        x = next(x for x in range(table.size.width) if lay.column_at(x) == 1)
+        await pilot.click(table, offset=(x, 0))  # STATE header
         await settle(pilot, app)
         assert table.sort_column == 1
         assert [table.data.rows[k].cells[1] for k in table.data.order][0].endswith("allocated")
@@ -111,8 +113,13 @@ async def test_drill_down_job_to_node_and_back():
         assert isinstance(app.screen, JobDetailScreen)
         text = screen_text(app)
         assert "llama-70b" in text and "idx 0,1,2,3,4,5,6,7" in text and "/nonexistent/out.log" in text
-        assert "not readable from here" in text
-        app.screen.links.focus()
+        assert "Nodes (1)" in text and "state" in text and "alice" in text  # the glance, above the links
+        assert app.screen.focused is app.screen.links  # Enter Enter: the links have the focus
+        from textual.containers import VerticalScroll
+
+        app.screen.query_one(VerticalScroll).scroll_end(animate=False)
+        await settle(pilot, app)
+        assert "not readable from here" in screen_text(app)  # the log tails, at the bottom
         await pilot.press("enter")  # the first node of the job
         await settle(pilot, app)
         assert isinstance(app.screen, NodeDetailScreen) and app.screen.key == "gpu01"
@@ -243,6 +250,8 @@ async def test_keys_screen_opens_and_closes(size):
     async with app.run_test(size=size) as pilot:
         await settle(pilot, app)
         await pilot.press("question_mark")
-        assert "command palette" in screen_text(app)
+        await settle(pilot, app)
+        assert "This view: Pulse" in screen_text(app)  # the current view's keys come first
+        assert any("command palette" in what for _key, what in app.screen.rows)
         await pilot.press("escape")
         assert app.screen is app.main

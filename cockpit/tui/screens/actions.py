@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from cockpit.core.actions import ACTIONS, REASON_TEMPLATES, SIGNALS, Outcome, Plan, make_reason
+from cockpit.core.actions import ACTIONS, REASON_TEMPLATES, SIGNALS, Outcome, Params, Plan, make_reason
 from cockpit.text import sanitize
 from cockpit.tui.screens.joblog import JobLogScreen  # noqa: F401 - moved to joblog.py; importers of this name remain
 
@@ -30,6 +30,8 @@ ActionModal .argv { color: $text; background: $panel; padding: 0 1; height: auto
 ActionModal .script { background: $panel; padding: 0 1; height: auto; max-height: 12; }
 ActionModal Horizontal { height: auto; margin-top: 1; }
 ActionModal OptionList { height: auto; max-height: 18; }
+ActionModal .details { height: auto; max-height: 12; }
+ActionModal .error { color: $error; height: auto; }
 """
 
 
@@ -60,7 +62,10 @@ class ActionMenu(ActionModal):
 
 
 class ParamsForm(ActionModal):
-    """Asks what an action needs (reason, signal, time limit, nice); dismisses with a dict."""
+    """Asks what an action needs (reason, signal, time limit, nice); dismisses with a dict.
+
+    A reason is a template (the list, first) and/or free text; a missing or bad
+    value is said inside the dialog, which stays open."""
 
     def __init__(self, name: str) -> None:
         super().__init__()
@@ -71,27 +76,33 @@ class ParamsForm(ActionModal):
         with Vertical():
             yield Static(Text(spec.title, style="bold"))
             if spec.needs_reason:
-                yield Select([(v, k) for k, v in REASON_TEMPLATES.items()], prompt="free text (no template)", id="template")
-                yield Input(placeholder="reason (or detail after the template), exactly as Slurm should record it", id="reason")
+                yield Static(Text("reason: pick a template (↑↓ enter), then add detail or type your own"))
+                opts = [Option(Text("free text (no template)"), id="")]
+                opts += [Option(Text(v), id=k) for k, v in REASON_TEMPLATES.items()]
+                yield OptionList(*opts, id="template")
+                yield Input(placeholder="detail after the template, or the whole reason, exactly as Slurm should record it",
+                            id="reason")
             elif self.name_ == "signal":
                 yield Select([(s, s) for s in SIGNALS], value="USR1", allow_blank=False, id="signal")
             elif self.name_ == "timelimit":
                 yield Input(placeholder="MIN, H:M:S, D-H:M, +MIN, UNLIMITED", id="value")
             elif self.name_ == "nice":
                 yield Input(placeholder="nice value, e.g. 100", id="value")
+            yield Static("", id="form-error", classes="error")
             with Horizontal():
                 yield Button("Next", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
-        inputs = self.query(Input)
-        (inputs.first() if inputs else self.query_one("#ok", Button)).focus()
+        first = self.query("#template, Input, #signal")
+        (first.first() if first else self.query_one("#ok", Button)).focus()
 
     def _values(self) -> dict[str, Any]:
         spec = ACTIONS[self.name_]
         if spec.needs_reason:
-            sel = self.query_one("#template", Select)
-            tpl = None if sel.is_blank() else str(sel.value)
+            menu = self.query_one("#template", OptionList)
+            opt = menu.get_option_at_index(menu.highlighted) if menu.highlighted is not None else None
+            tpl = (opt.id or None) if opt is not None else None  # the highlighted template is the one used
             return {"reason": make_reason(tpl, self.query_one("#reason", Input).value)}
         if self.name_ == "signal":
             return {"signal": str(self.query_one("#signal", Select).value)}
@@ -103,21 +114,53 @@ class ParamsForm(ActionModal):
                 return {"nice": None}
         return {"time_limit": value}
 
-    def on_input_submitted(self, _event: Input.Submitted) -> None:
-        self.dismiss(self._values())
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.query_one("#reason", Input).focus()
+
+    def _submit(self) -> None:
+        values = self._values()
+        why = self.problem(values)
+        if why:
+            self.query_one("#form-error", Static).update(Text(why, style="bold"))
+            return
+        self.dismiss(values)
+
+    def problem(self, values: dict[str, Any]) -> str:
+        """What is missing or wrong, in words ('' when the values will do)."""
+        from cockpit.core.actions import build_plan
+        from cockpit.errors import UsageError
+
+        if ACTIONS[self.name_].needs_reason and not (values.get("reason") or "").strip():
+            return f"{ACTIONS[self.name_].title.lower()} needs a reason: pick a template or type one"
+        try:
+            build_plan(self.name_, ["node01"] if ACTIONS[self.name_].kind == "node" else ["1"], Params(**values))
+        except UsageError as exc:
+            return str(exc)
+        return ""
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._submit()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(self._values() if event.button.id == "ok" else None)
+        if event.button.id == "ok":
+            self._submit()
+        else:
+            self.dismiss(None)
 
 
 class ConfirmAction(ActionModal):
-    """Shows the exact argv per target; ``y`` runs, ``n``/escape does not."""
+    """Shows the exact argv per target and what each target is (a job's user, name
+    and GPUs; the jobs a drain leaves running); ``y`` runs, ``n``/escape does not,
+    ``c`` copies the commands."""
 
-    BINDINGS = [Binding("y", "answer(True)", "Run"), Binding("n,escape", "answer(False)", "Cancel")]
+    BINDINGS = [Binding("y", "answer(True)", "Run"), Binding("n,escape", "answer(False)", "Cancel"),
+                Binding("c", "copy", "Copy command")]
 
-    def __init__(self, plan: Plan, where: str) -> None:
+    def __init__(self, plan: Plan, where: str, details: list[Text] | None = None) -> None:
         super().__init__()
-        self.plan, self.where = plan, where
+        self.plan, self.where, self.details = plan, where, list(details or ())
 
     def compose(self) -> ComposeResult:
         spec = self.plan.spec
@@ -126,7 +169,11 @@ class ConfirmAction(ActionModal):
             head.append("  (dangerous)", style="bold red")
         with Vertical():
             yield Static(head)
-            yield Static(Text("targets: " + _short(self.plan.targets, 400)))
+            if self.details:
+                with VerticalScroll(classes="details"):
+                    yield Static(Text("\n").join(self.details), id="details")
+            else:
+                yield Static(Text("targets: " + _short(self.plan.targets, 400)))
             yield Static(Text("\n".join(self.plan.describe())), classes="argv", id="argv")
             for script in self.plan.scripts():  # what sbatch gets on stdin, exactly
                 with VerticalScroll(classes="script"):
@@ -141,6 +188,11 @@ class ConfirmAction(ActionModal):
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
 
+    def action_copy(self) -> None:
+        copy = getattr(self.app, "copy_value", None)
+        if copy is not None:
+            copy("\n".join(self.plan.describe()), "the command")
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
 
@@ -150,21 +202,26 @@ class ActionResults(ActionModal):
 
     BINDINGS = [Binding("escape,enter,q", "dismiss_none", "Close")]
 
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: Outcome, note: str = "") -> None:
+        """``note``: a line under the results (which targets are still marked)."""
         super().__init__()
-        self.outcome = outcome
+        self.outcome, self.note = outcome, note
 
     def compose(self) -> ComposeResult:
         res = self.outcome.results
         n_fail = len(self.outcome.failed)
-        body = Text(f"{self.outcome.plan.spec.title}: {len(res) - n_fail} done, {n_fail} failed\n",
+        body = Text(f"{self.outcome.plan.spec.title}: {len(res) - n_fail} done, {n_fail} not done\n",
                     style="bold red" if n_fail else "bold green")
         for r in res:
             body.append(f"{r.target}  ")
-            body.append("done" if r.ok else "FAILED", style="green" if r.ok else "bold red")
+            word = {"done": "done", "unknown": "UNKNOWN (outcome unknown)"}.get(r.status, r.status.upper())
+            body.append(word, style="green" if r.ok else "bold red")
             if r.detail and not r.ok:
-                body.append(f"  {r.detail}")
+                body.append(f"  {sanitize(r.detail)}")
             body.append("\n")
+        if self.note:
+            body.append(self.note, style="dim")
+        body.append("\nenter closes", style="dim")
         with Vertical():
             yield Static(body, id="results")
 

@@ -1,4 +1,10 @@
-"""Drill-down screens: job -> its nodes -> node -> its jobs. Escape goes back."""
+"""Drill-down screens: job -> its nodes -> node -> its jobs. Escape (or q) goes back.
+
+Each opens with the list of links focused, so ``Enter`` ``Enter`` goes from a job
+row to its first node (the straggler's node first, once the hung-job runbook
+named one). Above the links: what matters at a glance; below: every field and,
+for a job, the tails of its output files where they are readable here.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +23,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from cockpit.text import clean, tail_lines
 from cockpit.models import ClusterSnapshot, Job, Node
-from cockpit.tui.rows import duration, gpu_holders, job_state_text, limit_text, node_state_text
+from cockpit.text import clean, tail_lines
+from cockpit.tui.rows import duration, gpu_holders, job_state_text, limit_text, mem_gib, node_state_text
+from cockpit.tui.widgets.crumbs import Breadcrumb
 
 TAIL_BYTES = 16384
 TAIL_LINES = 12
@@ -40,7 +47,7 @@ def _kv_table(pairs: list[tuple[str, str]]) -> Table:
     t.add_column(style="bold", no_wrap=True)
     t.add_column(overflow="fold")
     for k, v in pairs:
-        t.add_row(k, Text(v))  # Text: cluster strings are never markup
+        t.add_row(k, v if isinstance(v, Text) else Text(v))  # Text: cluster strings are never markup
     return t
 
 
@@ -59,26 +66,36 @@ def read_tail(path: str) -> list[str] | None:
 
 class DetailScreen(Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="detail.back")]
+    AUTO_FOCUS = "OptionList"  # the links: Enter opens the first at once
     DEFAULT_CSS = """
     DetailScreen VerticalScroll { height: 1fr; }
     DetailScreen OptionList { height: auto; max-height: 12; }
     DetailScreen .title { background: $panel; text-style: bold; height: 1; }
+    DetailScreen .section { text-style: bold underline; margin-top: 1; }
     """
 
     def __init__(self, key: Any) -> None:
         super().__init__()
         self.key = key
         self.body = Static("", classes="body")
+        self.links_title = Static("", classes="section")
         self.links = OptionList()
         self.extra = Static("")
+        self._shown = False
+
+    @property
+    def crumb(self) -> str:
+        return str(self.key)
 
     def compose(self) -> ComposeResult:
+        yield Breadcrumb()
         yield Static("", classes="title", id="detail-title")
         with VerticalScroll():
             yield self.body
+            yield self.links_title
             yield self.links
             yield self.extra
-        yield Footer()
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         self.refresh_snapshot(self.app.snapshot)
@@ -86,35 +103,65 @@ class DetailScreen(Screen):
     def refresh_snapshot(self, snap: ClusterSnapshot | None) -> None:
         raise NotImplementedError
 
-    def _set_links(self, options: list[Option]) -> None:
+    def _set_links(self, title: str, options: list[Option]) -> None:
         highlighted = self.links.highlighted
         self.links.clear_options()
         self.links.add_options(options)
-        self.links.display = bool(options)
+        self.links.display = self.links_title.display = bool(options)
+        self.links_title.update(Text(title))
         if options:
             self.links.highlighted = min(highlighted or 0, len(options) - 1)
+        if not self._shown:  # highlighting scrolls the page to the list: the first time, back to the top
+            self._shown = True
+            self.call_after_refresh(self.query_one(VerticalScroll).scroll_home, animate=False)
 
 
 class JobDetailScreen(DetailScreen):
-    """All fields of one job, its nodes with GPU indexes (enter opens a node), log tails."""
+    """One job at a glance, its nodes (Enter opens one), every field, its log tails."""
 
     def refresh_snapshot(self, snap: ClusterSnapshot | None) -> None:
         job = next((j for j in snap.jobs if j.job_id == self.key), None) if snap else None
         title = self.query_one("#detail-title", Static)
         if job is None:
-            title.update(Text(f" job {self.key}: not in the queue any more (finished or purged)"))
+            fate = self.app.job_fate(self.key) if hasattr(self.app, "job_fate") else "not in the queue"
+            title.update(Text(f" job {self.key}: {fate}"))
             return
         title.update(Text(f" job {job.display_id}  {clean(job.name, 60)}  {job_state_text(job)}"))
-        self.body.update(self.job_table(job))
+        self.body.update(self.glance(job))
+        hints = self.app.hints_for(job.job_id) if hasattr(self.app, "hints_for") else {}
+        first = hints.get("straggler_node")
         gpus = {g.node: g for g in job.gpus}
         opts = []
-        for node in job.nodes:
+        for node in sorted(job.nodes, key=lambda n: n != first):
             g = gpus.get(node)
             idx = ",".join(map(str, g.indexes)) if g else ""
             label = Text(f"→ {clean(node, 30)}" + (f"  GPUs {clean(g.type or 'gpu', 10)} [{idx}]" if g else ""))
+            if node == first:
+                label.append(f"  ← straggler: rank {clean(hints.get('straggler_rank', '?'), 12)} "
+                             "(hung-job runbook)", style="bold")
             opts.append(Option(label, id=f"node:{node}"))
-        self._set_links(opts)
+        self._set_links(f"Nodes ({len(job.nodes)}): enter opens one", opts)
+        self._fields = self.job_table(job)
+        self._show_logs(getattr(self, "_logs", Text("")))
         self.load_logs(job.stdout, job.stderr)
+
+    def glance(self, job: Job) -> Table:
+        now = self.app.clock()
+        pairs = [("state", Text(job_state_text(job) + (f"  reason: {clean(job.reason, 100)}"
+                                                       if job.reason not in ("", "None") else "")))]
+        pairs.append(("user", Text(f"{clean(job.user, 30)} (account {clean(job.account or '-', 30)})")))
+        pairs.append(("partition", Text(clean(job.partition, 60))))
+        elapsed = duration(now - job.start_time) if job.state == "RUNNING" and job.start_time else ""
+        pairs.append(("time", Text(f"{elapsed or '-'} of {limit_text(job.time_limit)}")))
+        pairs.append(("GPUs", Text(f"{job.gpu_count} x {clean(job.gpu_type or 'gpu', 20)}"
+                                   f" on {len(job.nodes) or job.node_count} node(s)")))
+        mtime = self.app.output_mtime(job.job_id) if hasattr(self.app, "output_mtime") else None
+        if mtime:
+            pairs.append(("last output", Text(f"{duration(now - mtime) or '0s'} ago")))
+        evidence = self.app.suspect_evidence(job.job_id) if hasattr(self.app, "suspect_evidence") else ()
+        if evidence:
+            pairs.append(("suspect", Text("; ".join(evidence), style="bold")))
+        return _kv_table(pairs)
 
     def job_table(self, job: Job) -> Table:
         now = self.app.clock()
@@ -143,7 +190,7 @@ class JobDetailScreen(DetailScreen):
             out.append(f"\n{label}: ", style="bold")
             out.append(clean(path, 200))
             if lines is None:
-                out.append("  (not readable from here)\n", style="dim")
+                out.append("  (not readable from here: f follows it on its node)\n", style="dim")
                 continue
             out.append("\n")
             for line in lines:
@@ -154,7 +201,13 @@ class JobDetailScreen(DetailScreen):
             pass
 
     def _show_logs(self, text: Text) -> None:
-        self.extra.update(text)
+        self._logs = text
+        table = Table.grid()
+        table.add_column()
+        table.add_row(Text("All fields", style="bold underline"))
+        table.add_row(getattr(self, "_fields", Text("")))
+        table.add_row(text)
+        self.extra.update(table)
         # Seen with Python 3.13 (Debian 13): the update from this thread's callback
         # repainted the text but the Static kept its old height (1 line, the rest
         # clipped) until something else caused a layout; ask for one once more.
@@ -188,11 +241,11 @@ class NodeDetailScreen(DetailScreen):
         title.update(Text(f" node {clean(node.name, 40)}  {node_state_text(node)}"))
         jobs = [j for j in snap.jobs if node.name in j.nodes]
         self.body.update(self.node_table(node, snap))
-        self._set_links([
+        self._set_links(f"Jobs on this node ({len(jobs)}): enter opens one", [
             Option(Text(f"→ job {j.display_id}  {clean(j.user, 12)}  {clean(j.name, 30)}  {j.state.lower()}"), id=f"job:{j.job_id}")
             for j in jobs
         ])
-        self.extra.update(Text(f"\n{len(jobs)} job(s) on this node" if jobs else "\nno jobs on this node"))
+        self.extra.update(Text("" if jobs else "\nno jobs on this node"))
 
     def node_table(self, node: Node, snap: ClusterSnapshot) -> Table:
         now = self.app.clock()
@@ -202,7 +255,8 @@ class NodeDetailScreen(DetailScreen):
             ("set by", clean(node.reason_user or "", 40)),
             ("set at", _fmt_time(node.reason_time, now)),
             ("cpus", f"{node.alloc_cpus}/{node.cpus} allocated"),
-            ("memory", f"{node.alloc_memory_mb}/{node.memory_mb} MB allocated"),
+            ("memory", f"{mem_gib(node.alloc_memory_mb, node.memory_mb)} GiB allocated"),
+            ("GPUs", f"{node.gpu_alloc}/{node.gpu_total} allocated"),
             ("partitions", clean(",".join(node.partitions), 200)),
             ("features", clean(",".join(node.features), 200)),
             ("address", clean(node.address or "", 60)),

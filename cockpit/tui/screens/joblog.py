@@ -5,7 +5,8 @@ data: sanitized and shown as Text, never markup."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 
 from rich.text import Text
 from textual import work
@@ -15,17 +16,21 @@ from textual.screen import Screen
 from textual.widgets import Footer, RichLog, Static
 
 from cockpit.core.joblog import JobLogError, JobOutput
-from cockpit.text import clean
+from cockpit.errors import CockpitError
 from cockpit.models import Job
+from cockpit.text import clean
+from cockpit.tui.widgets.crumbs import Breadcrumb
 
-OpenOutput = Callable[[Job, bool], JobOutput]  # (job, stderr) -> its output; raises JobLogError
+# (job, stderr) -> its output (or an awaitable of it); raises JobLogError
+OpenOutput = Callable[[Job, bool], "JobOutput | Awaitable[JobOutput]"]
 
 
 class JobLogScreen(Screen):
     """Follows a job's stdout or stderr until closed; ``e`` switches between them."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="joblog.back"),
-                Binding("e", "toggle_stream", "stdout/stderr", id="joblog.stream")]
+                Binding("e", "toggle_stream", "stdout/stderr", id="joblog.stream"),
+                Binding("y", "copy_path", "Copy path", id="joblog.copy")]
 
     def __init__(self, job: Job, open_output: OpenOutput, via: str = "over SSH", stderr: bool = False) -> None:
         """``via``: how a node's file is read, for the title ("over SSH")."""
@@ -33,10 +38,15 @@ class JobLogScreen(Screen):
         self.job, self.open_output, self.via, self.stderr = job, open_output, via, stderr
         self.source = ""  # "/path" or "node01:/path" once chosen
 
+    @property
+    def crumb(self) -> str:
+        return "stderr" if self.stderr else "stdout"
+
     def compose(self) -> ComposeResult:
+        yield Breadcrumb()
         yield Static("", id="log-title")
         yield RichLog(max_lines=5000, wrap=False, markup=False, id="log")
-        yield Footer()
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         self._start()
@@ -44,25 +54,35 @@ class JobLogScreen(Screen):
     def action_toggle_stream(self) -> None:
         self.stderr = not self.stderr
         self._start()
+        refresh = getattr(self.app, "update_crumbs", None)
+        if refresh is not None:
+            refresh()
+
+    def action_copy_path(self) -> None:
+        copy = getattr(self.app, "copy_value", None)
+        if copy is not None and self.source:
+            copy(self.source, "the output path")
 
     def _start(self) -> None:
+        self.query_one(RichLog).clear()
+        self.query_one("#log-title", Static).update(Text(f" job {self.job.job_id}: finding its output…"))
+        self._follow()
+
+    @work(exclusive=True, group="joblog")
+    async def _follow(self) -> None:
         log = self.query_one(RichLog)
-        log.clear()
         try:
             out = self.open_output(self.job, self.stderr)
-        except JobLogError as exc:
-            self.query_one("#log-title", Static).update(Text(clean(exc)))
+            if inspect.isawaitable(out):
+                out = await out
+        except CockpitError as exc:  # JobLogError, or scontrol failing while the path is resolved
+            self.query_one("#log-title", Static).update(Text(" " + clean(exc, 300)))
             return
         label = "stderr" if self.stderr else "stdout"
         self.source = out.source
         how = f" {clean(self.via, 60)}" if out.node and self.via else ""
         self.query_one("#log-title", Static).update(
             Text(f" job {self.job.job_id} {label}: {clean(out.source, 300)}{how} (following)"))
-        self._follow(out)
-
-    @work(exclusive=True, group="joblog")
-    async def _follow(self, out: JobOutput) -> None:
-        log = self.query_one(RichLog)
         try:
             try:
                 for line in await out.tail(200, partial=False):

@@ -31,20 +31,21 @@ class MainScreen(Screen):
             super().__init__()
             self.kind = kind
 
+    # The footer shows what fits in 80 columns; ``?`` lists every key.
     BINDINGS = [
-        Binding("1", "view('pulse')", "Pulse", id="view.pulse"),
-        Binding("2", "view('nodes')", "Nodes", id="view.nodes"),
-        Binding("3", "view('gpus')", "GPUs", id="view.gpus"),
-        Binding("4", "view('partitions')", "Parts", id="view.partitions"),
-        Binding("5", "view('jobs')", "Jobs", id="view.jobs"),
+        Binding("1", "view('pulse')", "Views", key_display="1-5", id="view.pulse"),
+        Binding("2", "view('nodes')", "Nodes", show=False, id="view.nodes"),
+        Binding("3", "view('gpus')", "GPUs", show=False, id="view.gpus"),
+        Binding("4", "view('partitions')", "Parts", show=False, id="view.partitions"),
+        Binding("5", "view('jobs')", "Jobs", show=False, id="view.jobs"),
         # priority: run on arrival, before the keys typed after it are routed (see _open).
         Binding("slash", "filter", "Filter", priority=True, id="main.filter"),
-        Binding("colon", "command", "Cmd", priority=True, id="main.command"),
-        Binding("p", "app.toggle_pause", "Pause", id="poll.pause"),
+        Binding("colon", "command", "Cmd", show=False, priority=True, id="main.command"),
+        Binding("p", "app.toggle_pause", "Pause", show=False, id="poll.pause"),
         Binding("r", "app.refresh_now", "Refresh", show=False, id="poll.refresh"),
         Binding("question_mark", "app.show_keys", "Keys", id="main.keys"),
         Binding("escape", "cancel", "Clear", show=False, id="main.clear"),
-        Binding("q", "app.quit", "Quit", id="main.quit"),
+        Binding("q", "app.request_quit", "Quit", id="main.quit"),
     ]
     DEFAULT_CSS = """
     MainScreen Input.line { height: 1; border: none; padding: 0 1; display: none; background: $boost; }
@@ -54,12 +55,14 @@ class MainScreen(Screen):
     MainScreen ContentSwitcher { height: 1fr; }
     """
 
-    def __init__(self, clock, cell_width: int = 40) -> None:
+    def __init__(self, clock, cell_width: int = 40, *, silent_after: float = 600.0, watching: str = "") -> None:
+        """``watching``: why the output watch is off ('' when on), for the Pulse."""
         super().__init__()
         self.clock = clock
         self.header = CockpitHeader(id="header")
         self.banner = StaleBanner(id="stale-banner")
-        self.views: dict[str, Any] = {"pulse": PulseView(clock)}
+        self.pulse = PulseView(clock, cell_width, silent_after=silent_after, watching=watching)
+        self.views: dict[str, Any] = {"pulse": self.pulse}
         for cls in TABLE_VIEWS:
             self.views[cls.kind] = cls(clock, cell_width)
         self.current = "pulse"
@@ -72,8 +75,9 @@ class MainScreen(Screen):
                 yield self.views[kind]
         yield Static("", id="message")
         yield Input(placeholder="filter: words, state:drain user:alice gpus>0 (enter applies, esc clears)", id="filter", classes="line")
-        yield Input(placeholder=":nodes :jobs :gpus :partitions :pulse  :job ID  :node NAME  :q", id="command", classes="line")
-        yield Footer()
+        yield Input(placeholder=":nodes :jobs :gpus :partitions :pulse  :job ID  :node NAME  :audit  :logs  :q",
+                    id="command", classes="line")
+        yield Footer(show_command_palette=False)
 
     # -- data -----------------------------------------------------------
     def update_snapshot(self, snap) -> None:
@@ -83,6 +87,17 @@ class MainScreen(Screen):
 
     def update_telemetry(self, telemetry) -> None:
         self.views["gpus"].set_telemetry(telemetry, visible=self.current == "gpus")
+        self.pulse.set_inputs(telemetry=telemetry, visible=self.current == "pulse")
+
+    def update_outputs(self, mtimes: dict[int, float]) -> None:
+        """When the watched jobs' output last changed (the Pulse's suspects, LAST OUT)."""
+        self.pulse.set_inputs(outputs=mtimes, visible=self.current == "pulse")
+
+    def on_pulse_view_updated(self, message: PulseView.Updated) -> None:
+        self.views["jobs"].set_extras(self.pulse.extras, visible=self.current == "jobs")
+        watch = getattr(self.app, "output_watch", None)
+        if watch is not None and self.pulse.candidates is not None:
+            watch.watch(self.pulse.candidates)
 
     def update_header(self) -> None:
         app = self.app
@@ -94,7 +109,8 @@ class MainScreen(Screen):
         return self.views[self.current]
 
     def active_table(self) -> VTable | None:
-        """The table shown now (None on Pulse): actions use its selected_keys()/marked_keys()."""
+        """The table actions use (its selected_keys()/marked_keys()); on the Pulse, its
+        focused table (suspect jobs or drained nodes), None while both are empty."""
         return getattr(self.active_view(), "table", None)
 
     def action_view(self, kind: str) -> None:
@@ -173,6 +189,10 @@ class MainScreen(Screen):
             return
         if word in ("q", "quit", "exit"):
             self.app.exit()
+        elif word in ("audit", "log", "history"):
+            self.app.action_audit_log()
+        elif word in ("logs", "slurmlogs"):
+            self.app.action_slurm_logs()
         elif word in ("help", "keys", "?"):
             self.app.action_show_keys()
         elif word in ("pause", "resume"):
@@ -195,13 +215,11 @@ class MainScreen(Screen):
             self.say(f"not a job id: {ident!r}")
 
     def on_vtable_row_activated(self, event: VTable.RowActivated) -> None:
-        kind = self.current
-        if kind == "jobs":
+        kind = event.table.target_kind
+        if kind == "job":
             self.app.push_screen(JobDetailScreen(event.key))
-        elif kind == "nodes":
-            self.app.push_screen(NodeDetailScreen(event.key))
-        elif kind == "gpus":
-            self.app.push_screen(NodeDetailScreen(str(event.key).rsplit(":", 1)[0]))
-        elif kind == "partitions":
+        elif kind == "node":
+            self.app.push_screen(NodeDetailScreen(str(event.key).rsplit(":", 1)[0] if self.current == "gpus" else event.key))
+        elif self.current == "partitions":
             self.action_view("nodes")
             self.say(self.views["nodes"].set_filter(f"partition:{event.key}"))

@@ -1,109 +1,106 @@
-"""Pulse: the one-glance overview. Summaries are computed in a worker thread.
+"""Pulse: the first screen. What needs a person first, then the one-glance counts.
 
-Recent changes compare each snapshot with the previous one (node states, job
-states); they are tracked even while the view is hidden, so nothing is missed.
+Top: the suspect jobs (cockpit/tui/suspects.py: output silent, GPUs idle, past
+their usual time) and the drained/down nodes, each a table whose rows are
+selected like any other (``w`` why stuck?, ``a`` act, ``Enter`` open; up/down
+past a table's edge moves to the other one). Below: nodes by state, GPUs per
+partition, jobs and pending reasons, recent changes.
+
+Everything is computed in a worker thread from the latest snapshot, the GPU
+telemetry and the output watch's mtimes. Recent changes compare each snapshot
+with the previous one; they are tracked even while the view is hidden.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 from textual import work
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
-from cockpit.text import clean
 from cockpit.models import ClusterSnapshot
-from cockpit.tui.rows import NODE_SYMBOL, duration
+from cockpit.text import clean
+from cockpit.tui.outputwatch import MAX_WATCHED
+from cockpit.tui.pulsedata import ChangeTracker, PulseData, compute
+from cockpit.tui.rows import NODE_SYMBOL, TableData, duration
+from cockpit.tui.suspects import BAD_NODE_SCHEMA, SUSPECT_SCHEMA
+from cockpit.tui.widgets.vtable import VTable
 
-MAX_CHANGES = 40
-
-
-@dataclass(frozen=True)
-class PulseData:
-    node_states: tuple[tuple[str, int], ...]
-    gpus: tuple[tuple[str, int, int, int], ...]  # partition, alloc, total, idle usable
-    pending: tuple[tuple[str, int], ...]
-    running: int
-    pending_total: int
-    bad_nodes: tuple[tuple[str, str, str, str, int | None], ...]  # name, state, reason, user, since
-    changes: tuple[tuple[float, str, str], ...]  # when, what, style
+MAX_ROWS = 8  # rows each table shows before it scrolls
 
 
-def summarise(snap: ClusterSnapshot) -> dict[str, Any]:
-    """Counts for the pulse view (pure; raises nothing)."""
-    states = Counter(n.display_state for n in snap.nodes)
-    nodes = {n.name: n for n in snap.nodes}
-    gpus = []
-    for p in snap.partitions:
-        members = [nodes[x] for x in p.nodes if x in nodes]
-        gpus.append((p.name, sum(n.gpu_alloc for n in members), sum(n.gpu_total for n in members),
-                     sum(n.gpu_total - n.gpu_alloc for n in members if not n.is_unavailable)))
-    pend = Counter(j.reason or "None" for j in snap.jobs if j.state == "PENDING")
-    bad = sorted((n for n in snap.nodes if n.is_unavailable or "not_responding" in n.flags),
-                 key=lambda n: (n.reason_time or 0, n.name))
-    return {
-        "node_states": tuple(sorted(states.items(), key=lambda kv: -kv[1])),
-        "gpus": tuple(gpus),
-        "pending": tuple(pend.most_common(8)),
-        "running": sum(1 for j in snap.jobs if j.state == "RUNNING"),
-        "pending_total": sum(pend.values()),
-        "bad_nodes": tuple((n.name, n.display_state, n.reason or "", n.reason_user or "", n.reason_time) for n in bad),
-    }
-
-
-class ChangeTracker:
-    """Remembers node and job states of the last snapshot and lists what changed."""
-
-    def __init__(self) -> None:
-        self.nodes: dict[str, str] | None = None
-        self.jobs: dict[int, str] | None = None
-        self.recent: deque[tuple[float, str, str]] = deque(maxlen=MAX_CHANGES)
-
-    def feed(self, snap: ClusterSnapshot, when: float) -> None:
-        nodes = {n.name: n.display_state for n in snap.nodes}
-        jobs = {j.job_id: j.state for j in snap.jobs}
-        if self.nodes is not None:
-            for name, st in nodes.items():
-                old = self.nodes.get(name)
-                if old is not None and old != st:
-                    self.recent.appendleft((when, f"node {name}: {old} → {st}", st))
-        if self.jobs is not None:
-            started = sum(1 for k, st in jobs.items() if st == "RUNNING" and self.jobs.get(k) not in (None, "RUNNING"))
-            new = sum(1 for k in jobs if k not in self.jobs)
-            gone = sum(1 for k in self.jobs if k not in jobs)
-            if started or new or gone:
-                self.recent.appendleft((when, f"jobs: {new} submitted, {started} started, {gone} left the queue", ""))
-        self.nodes, self.jobs = nodes, jobs
-
-
-class PulseView(VerticalScroll):
+class PulseView(Vertical):
     DEFAULT_CSS = """
     PulseView { height: 1fr; }
-    PulseView > Static { width: 1fr; }
+    PulseView > .pulse-title { height: 1; text-style: bold; color: $text; background: $boost; }
+    PulseView > VTable { height: 2; }
+    PulseView > #pulse-scroll { height: 1fr; }
     """
     kind, title = "pulse", "Pulse"
 
-    def __init__(self, clock, **kw: Any) -> None:
+    class Updated(Message):
+        """New suspects: the jobs view's GPU%/LAST OUT figures and the jobs to watch changed."""
+
+    def __init__(self, clock, width: int = 40, *, silent_after: float = 600.0, watching: str = "", **kw: Any) -> None:
+        """``watching``: why the output watch is off ('' when it is on)."""
         super().__init__(id="view-pulse", **kw)
         self.clock = clock
+        self.silent_after = silent_after
+        self.watching = watching
+        # the evidence and the reason are what these tables are for: they keep the width, the rest scrolls
+        self.suspects = VTable(SUSPECT_SCHEMA.columns, clock=clock, cap=width, target_kind="job", scroll_room=0,
+                               id="pulse-suspects")
+        self.bad = VTable(BAD_NODE_SCHEMA.columns, clock=clock, cap=width, target_kind="node", scroll_room=0,
+                          id="pulse-nodes")
+        self.suspects_title = Static("SUSPECT JOBS", classes="pulse-title", id="pulse-suspects-title")
+        self.bad_title = Static("DRAINED / DOWN NODES", classes="pulse-title", id="pulse-nodes-title")
         self.body = Static("waiting for the first data…", id="pulse-body")
         self.tracker = ChangeTracker()
         self._lock = threading.Lock()
         self._data: PulseData | None = None
         self._pending: ClusterSnapshot | None = None
-        self.table = None  # no table: actions do not apply here
+        self._last: ClusterSnapshot | None = None
+        self.telemetry: dict = {}
+        self.outputs: dict[int, float] = {}
+        # what the rest of the app reads after an Updated message
+        self.extras: dict[int, tuple[float | None, float | None]] = {}
+        self.candidates: tuple[tuple[int, str, str], ...] | None = None
+        self.watch_nodes: tuple[str, ...] = ()
+        self._auto_focus = True
 
     def compose(self):
-        yield self.body
+        yield self.suspects_title
+        yield self.suspects
+        yield self.bad_title
+        yield self.bad
+        with VerticalScroll(id="pulse-scroll"):
+            yield self.body
 
+    @property
+    def table(self) -> VTable | None:
+        """The table actions apply to: the focused one, else the first with rows."""
+        for t in (self.suspects, self.bad):
+            if t.has_focus:
+                return t
+        return next((t for t in (self.suspects, self.bad) if t.row_count), None)
+
+    # -- inputs ---------------------------------------------------------
     def set_snapshot(self, snap: ClusterSnapshot, visible: bool) -> None:
         self._pending = snap  # read by the worker, not passed to it: see TableView._build
+        self._compute(visible)
+
+    def set_inputs(self, *, telemetry: dict | None = None, outputs: dict | None = None, visible: bool = False) -> None:
+        """New GPU telemetry or output mtimes (whole dicts, replaced, never changed in place)."""
+        if telemetry is not None:
+            self.telemetry = telemetry
+        if outputs is not None:
+            self.outputs = outputs
         self._compute(visible)
 
     def show_if_dirty(self) -> None:
@@ -117,11 +114,13 @@ class PulseView(VerticalScroll):
     def _compute(self, visible: bool) -> None:
         with self._lock:
             snap, self._pending = self._pending, None
+            fresh = snap is not None
+            snap = snap or self._last
             if snap is None:
-                return  # a later worker took it
-            summary = summarise(snap)
-            self.tracker.feed(snap, snap.fetched_at or self.clock())
-            data = PulseData(changes=tuple(self.tracker.recent), **summary)
+                return
+            self._last = snap
+            data = compute(snap, self.tracker, fresh, self.clock(), telemetry=self.telemetry, outputs=self.outputs,
+                           silent_after=self.silent_after, watch=MAX_WATCHED)
         try:
             self.app.call_from_thread(self._apply, data, visible)
         except RuntimeError:  # NoActiveAppError / "App is not running": quit while computing
@@ -129,8 +128,56 @@ class PulseView(VerticalScroll):
 
     def _apply(self, data: PulseData, visible: bool) -> None:
         self._data = data
+        if data.candidates is not None:
+            self.candidates = data.candidates
+        self._fill(self.suspects, data.suspects)
+        self._fill(self.bad, data.bad_nodes)
+        n = len(data.suspects.order)
+        if n:
+            self.suspects_title.update(Text(f" SUSPECT JOBS ({n})   w why stuck?  enter open  a act",
+                                            no_wrap=True, overflow="ellipsis"))
+        else:
+            how = self.watching or f"the output of {len(self.candidates or ())} running job(s) is watched"
+            self.suspects_title.update(Text(f" SUSPECT JOBS: none ({how})", no_wrap=True, overflow="ellipsis"))
+        self.bad_title.update(Text(f" DRAINED / DOWN NODES ({len(data.bad_nodes.order)})" +
+                                   ("   w gpu-xid runbook  a act" if data.bad_nodes.order else ""),
+                                   no_wrap=True, overflow="ellipsis"))
+        self.extras, self.watch_nodes = data.extras, data.watch_nodes
         if visible or self.display:
             self.body.update(self.render_data(data))
+            self._first_focus()
+        self.post_message(self.Updated())
+
+    def _first_focus(self) -> None:
+        """Until a key is pressed here, the cursor goes to the first suspect (the output
+        watch finds them a moment after the first data), else to the drained nodes."""
+        if not self._auto_focus or self.screen.focused not in (None, self.suspects, self.bad):
+            return
+        if self.suspects.row_count:
+            self.suspects.focus()
+            self._auto_focus = False
+        elif self.screen.focused is None and self.bad.row_count:
+            self.bad.focus()
+
+    def on_key(self, _event: Any) -> None:
+        self._auto_focus = False  # the operator is moving around: leave the focus where it is
+
+    def _fill(self, table: VTable, data: TableData) -> None:
+        rows = len(data.order)
+        table.display = bool(rows)
+        height = min(rows, MAX_ROWS) + 1
+        if table.styles.height is None or table.styles.height.value != height:
+            table.styles.height = height
+        table.set_data(data)
+
+    def on_vtable_edge(self, event: VTable.Edge) -> None:
+        """Up/down past a table's last (first) row moves to the other table."""
+        event.stop()
+        other = self.bad if event.table is self.suspects and event.direction > 0 else \
+            self.suspects if event.table is self.bad and event.direction < 0 else None
+        if other is not None and other.row_count:
+            other.focus()
+            other.action_jump(0 if event.direction > 0 else -1)
 
     def render_data(self, d: PulseData) -> Table:
         now = self.clock()
@@ -145,23 +192,17 @@ class PulseView(VerticalScroll):
         for name, alloc, total, idle in d.gpus:
             left.append(f" {clean(name, 14):<14} {alloc:>6}/{total:<6} {idle:>5}\n")
         right.append(f"JOBS  ▶ {d.running} running  … {d.pending_total} pending\n", style="bold underline")
-        for reason, n in d.pending:
-            right.append(f" {clean(reason, 24):<24}{n:>7}\n")
-        right.append(f"\nDRAINED / DOWN ({len(d.bad_nodes)})\n", style="bold underline")
-        for name, st, reason, user, since in d.bad_nodes[:12]:
-            age = duration(now - since) if since else ""
-            right.append(f" {NODE_SYMBOL.get(st, '?')} {clean(name, 12):<12} {st:<9} {age:>6} ", style=_style(node_style_word(st)))
-            right.append(clean(reason, 30) + (f" ({clean(user, 10)})" if user else "") + "\n")
-        if len(d.bad_nodes) > 12:
-            right.append(f" … and {len(d.bad_nodes) - 12} more (see :nodes, filter state:drain)\n")
-        grid.add_row(left, right)
-        changes = Text("RECENT CHANGES\n", style="bold underline")
+        reasons = [(clean(reason, max(12, self.size.width // 2 - 12)), n) for reason, n in d.pending]
+        width = max((len(r) for r, _n in reasons), default=0)
+        for reason, n in reasons:
+            right.append(f" {reason:<{width}} {n:>6}\n")
+        right.append("\nRECENT CHANGES\n", style="bold underline")
         if not d.changes:
-            changes.append(" none since start\n")
+            right.append(" none since start\n")
         for when, what, st in d.changes[:10]:
-            changes.append(f" {duration(now - when) or '0s':>6} ago  ", style="dim")
-            changes.append(clean(what, 100) + "\n", style=_style(node_style_word(st)))
-        grid.add_row(changes, Text())
+            right.append(f" {duration(now - when) or '0s':>6} ago  ", style="dim")
+            right.append(clean(what, 100) + "\n", style=_style(node_style_word(st)))
+        grid.add_row(left, right)
         return grid
 
 

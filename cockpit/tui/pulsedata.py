@@ -1,0 +1,151 @@
+"""What the Pulse shows, computed from a snapshot in its worker thread (no Textual).
+
+:func:`compute` gives a :class:`PulseData`: the counts, the recent changes, the
+suspect jobs and the drained/down nodes as table data, the jobs view's GPU% and
+LAST OUT figures, the jobs the output watch should look at and the nodes whose
+GPU telemetry the suspects need. :class:`ChangeTracker` remembers, across
+snapshots, node and job states, which job ids were seen and when they left the
+queue (``:job ID`` tells "finished" from "never existed"), and the run times of
+jobs that ended (a job's "usual time").
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter, OrderedDict, deque
+from dataclasses import dataclass
+from typing import Any
+
+from cockpit.core.joblog import DEV_NULL, JobLogError, path_for
+from cockpit.models import ClusterSnapshot, Job
+from cockpit.tui.rows import TableData, build_table
+from cockpit.tui.suspects import UsualTimes, bad_node_row, find_suspects, suspect_nodes, suspect_row
+
+MAX_CHANGES = 40
+MAX_GONE = 100_000  # job ids remembered as "left the queue"
+
+
+@dataclass(frozen=True)
+class PulseData:
+    node_states: tuple[tuple[str, int], ...]
+    gpus: tuple[tuple[str, int, int, int], ...]  # partition, alloc, total, idle usable
+    pending: tuple[tuple[str, int], ...]
+    running: int
+    pending_total: int
+    changes: tuple[tuple[float, str, str], ...]  # when, what, style
+    suspects: TableData = TableData.empty()
+    bad_nodes: TableData = TableData.empty()
+    extras: dict = None  # type: ignore[assignment]  # job id -> (GPU util %, output mtime)
+    candidates: tuple[tuple[int, str, str], ...] | None = None  # (job, batch host, path): None = unchanged
+    watch_nodes: tuple[str, ...] = ()
+
+
+def summarise(snap: ClusterSnapshot) -> dict[str, Any]:
+    """Counts for the pulse view (pure; raises nothing)."""
+    states = Counter(n.display_state for n in snap.nodes)
+    nodes = {n.name: n for n in snap.nodes}
+    gpus = []
+    for p in snap.partitions:
+        members = [nodes[x] for x in p.nodes if x in nodes]
+        gpus.append((p.name, sum(n.gpu_alloc for n in members), sum(n.gpu_total for n in members),
+                     sum(n.gpu_total - n.gpu_alloc for n in members if not n.is_unavailable)))
+    pend = Counter(j.reason or "None" for j in snap.jobs if j.state == "PENDING")
+    return {
+        "node_states": tuple(sorted(states.items(), key=lambda kv: -kv[1])),
+        "gpus": tuple(gpus),
+        "pending": tuple(pend.most_common(8)),
+        "running": sum(1 for j in snap.jobs if j.state == "RUNNING"),
+        "pending_total": sum(pend.values()),
+    }
+
+
+class ChangeTracker:
+    """Remembers node and job states of the last snapshot and lists what changed."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, str] | None = None
+        self.jobs: dict[int, Job] | None = None
+        self.recent: deque[tuple[float, str, str]] = deque(maxlen=MAX_CHANGES)
+        self.usual = UsualTimes()
+        self.gone: OrderedDict[int, float] = OrderedDict()  # job id -> when it left the queue
+        self.newest = 0  # the highest job id seen
+        self.summary: dict[str, Any] = {}
+
+    def feed(self, snap: ClusterSnapshot, when: float) -> None:
+        nodes = {n.name: n.display_state for n in snap.nodes}
+        jobs = {j.job_id: j for j in snap.jobs}
+        if self.nodes is not None:
+            for name, st in nodes.items():
+                old = self.nodes.get(name)
+                if old is not None and old != st:
+                    self.recent.appendleft((when, f"node {name}: {old} → {st}", st))
+        if self.jobs is not None:
+            old_jobs = self.jobs
+            started = sum(1 for k, j in jobs.items() if j.state == "RUNNING"
+                          and (o := old_jobs.get(k)) is not None and o.state != "RUNNING")
+            new = sum(1 for k in jobs if k not in old_jobs)
+            left = [o for k, o in old_jobs.items() if k not in jobs]
+            for o in left:
+                self.gone[o.job_id] = when
+                if o.state == "RUNNING":
+                    self.usual.ended(o, when)
+            for k, j in jobs.items():
+                o = old_jobs.get(k)
+                if j.state == "COMPLETED" and o is not None and o.state != "COMPLETED":
+                    self.usual.ended(j, when)
+            while len(self.gone) > MAX_GONE:
+                self.gone.popitem(last=False)
+            if started or new or left:
+                self.recent.appendleft((when, f"jobs: {new} submitted, {started} started, "
+                                              f"{len(left)} left the queue", ""))
+        self.newest = max(self.newest, max(jobs, default=0))
+        self.nodes, self.jobs = nodes, jobs
+        self.summary = summarise(snap)
+
+    def job_fate(self, job_id: int, now: float) -> str:
+        """Why a job id is not in the queue, in words."""
+        from cockpit.tui.rows import duration
+
+        left = self.gone.get(job_id)
+        if left is not None:
+            return f"left the queue {duration(now - left) or '0s'} ago (finished, cancelled or purged)"
+        if self.newest and job_id > self.newest:
+            return f"not known to Slurm: the newest job is {self.newest}"
+        return "not in the queue, and not seen since cockpit started (finished before, or never existed)"
+
+
+def watch_candidates(jobs: Any, cap: int) -> tuple[tuple[int, str, str], ...]:
+    """The running jobs whose output to watch: the ``cap`` largest by GPUs (then newest)."""
+    running = (j for j in jobs if j.state == "RUNNING" and j.nodes)
+    out = []
+    for job in heapq.nlargest(cap, running, key=lambda j: (j.gpu_count, j.job_id)):
+        try:
+            path = path_for(job)
+        except JobLogError:
+            continue
+        if path != DEV_NULL:
+            out.append((job.job_id, job.nodes[0], path))
+    return tuple(out)
+
+
+def compute(snap: ClusterSnapshot, tracker: ChangeTracker, fresh: bool, now: float, *, telemetry: dict,
+            outputs: dict[int, float], silent_after: float, watch: int) -> PulseData:
+    """Everything the Pulse shows; ``fresh``: a new snapshot (fed to the tracker)."""
+    if fresh or not tracker.summary:
+        tracker.feed(snap, snap.fetched_at or now)
+    suspects = find_suspects(snap.jobs, now, last_output=outputs, telemetry=telemetry, usual=tracker.usual,
+                             silent_after=silent_after)
+    bad = sorted((n for n in snap.nodes if n.is_unavailable or "not_responding" in n.flags),
+                 key=lambda n: (-(n.reason_time or 0), n.name))
+    jobs = {j.job_id: j for j in snap.jobs if j.job_id in outputs} if outputs else {}
+    silent = [j for jid, j in jobs.items() if now - outputs[jid] >= silent_after]
+    extras: dict[int, tuple[float | None, float | None]] = {jid: (None, t) for jid, t in outputs.items()}
+    for s in suspects:
+        extras[s.job.job_id] = (s.gpu_util, outputs.get(s.job.job_id))
+    return PulseData(
+        changes=tuple(tracker.recent), **tracker.summary,
+        suspects=build_table([suspect_row(s) for s in suspects], None, None, False),
+        bad_nodes=build_table([bad_node_row(n) for n in bad], None, None, False),
+        extras=extras, candidates=watch_candidates(snap.jobs, watch) if fresh else None,
+        watch_nodes=suspect_nodes(suspects, silent),
+    )

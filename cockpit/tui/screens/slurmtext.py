@@ -1,0 +1,156 @@
+"""What Slurm says, in its own words: ``d`` (describe) and ``L`` (Slurm's logs).
+
+``d`` on a job or node shows ``scontrol show job ID`` / ``scontrol show node NAME``
+as text, asked where Slurm's commands run (the probe runner's Slurm host: here,
+``--host``, or the demo's simulated controller). ``L`` shows the last lines of
+slurmctld's log and, for a node, of its slurmd's log: the paths come from
+``scontrol show config``; a file readable here is read here (never for a
+simulated cluster), else with ``tail`` on the Slurm host or on the node through
+the probe runner. What comes back is cluster data: sanitized, shown as Text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, RichLog, Static
+
+from cockpit.core.joblog import JobLogError, tail_lines
+from cockpit.errors import CockpitError
+from cockpit.text import clean, sanitize
+from cockpit.tui.widgets.crumbs import Breadcrumb
+
+LOG_LINES = 200
+
+
+def config_value(text: str, key: str) -> str:
+    """``Key = value`` from ``scontrol show config`` ('' when absent or (null))."""
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() == key:
+            value = value.strip()
+            return "" if value in ("(null)", "") else value
+    return ""
+
+
+class SlurmTextScreen(Screen):
+    """A title and text lines; ``r`` asks again, ``y`` copies what the title names."""
+
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="slurmtext.back"),
+                Binding("r", "reload", "Reload", id="slurmtext.reload")]
+    DEFAULT_CSS = """
+    SlurmTextScreen #st-title { background: $panel; text-style: bold; height: auto; max-height: 2; }
+    SlurmTextScreen RichLog { height: 1fr; }
+    """
+    crumb = ""
+
+    def compose(self) -> ComposeResult:
+        yield Breadcrumb()
+        yield Static("", id="st-title")
+        yield RichLog(max_lines=10_000, wrap=True, markup=False, id="st-text")
+        yield Footer(show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.action_reload()
+
+    def action_reload(self) -> None:
+        self.query_one(RichLog).clear()
+        self._load()
+
+    def title_line(self, text: str) -> None:
+        self.query_one("#st-title", Static).update(Text(" " + text))
+
+    def lines(self, lines: Any, style: str = "") -> None:
+        log = self.query_one(RichLog)
+        for line in lines:
+            log.write(Text(sanitize(line), style=style))
+
+    @work(exclusive=True, group="slurmtext")
+    async def _load(self) -> None:
+        await self.load()
+
+    async def load(self) -> None:
+        raise NotImplementedError
+
+
+class DescribeScreen(SlurmTextScreen):
+    """``scontrol show job|node NAME`` as Slurm prints it."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__()
+        self.kind, self.target = kind, name
+        self.crumb = f"scontrol show {kind}"
+
+    def targets(self) -> tuple[str, tuple[str, ...]]:
+        return self.kind, (self.target,)
+
+    def copy_text(self) -> tuple[str, str]:
+        return self.target, f"the {self.kind} {'id' if self.kind == 'job' else 'name'}"
+
+    async def load(self) -> None:
+        argv = ["scontrol", "show", self.kind, self.target]
+        self.title_line(f"{' '.join(argv)}  (Slurm's own words; r asks again)")
+        probes = getattr(self.app, "probes", None)
+        if probes is None:
+            self.lines([f"{getattr(self.app, 'backend_name', 'this backend')} has no Slurm host to ask"], "bold red")
+            return
+        out = await probes.on_slurm_host(argv)
+        if not out.ok:
+            self.lines([f"{' '.join(argv)} failed: {out.error or 'no answer'}"], "bold red")
+        self.lines(out.text.splitlines())
+
+
+class SlurmLogsScreen(SlurmTextScreen):
+    """The end of slurmctld's log, and of ``node``'s slurmd log when a node is given."""
+
+    def __init__(self, node: str | None = None) -> None:
+        super().__init__()
+        self.node = node
+        self.crumb = "Slurm logs" + (f" ({node})" if node else "")
+
+    def targets(self) -> tuple[str, tuple[str, ...]]:
+        return ("node", (self.node,)) if self.node else ("", ())
+
+    async def load(self) -> None:
+        self.title_line("slurmctld" + (f" and slurmd on {clean(self.node, 40)}" if self.node else "")
+                        + f": the last {LOG_LINES} lines (r asks again)")
+        probes = getattr(self.app, "probes", None)
+        if probes is None:
+            self.lines([f"{getattr(self.app, 'backend_name', 'this backend')} has no Slurm host to ask"], "bold red")
+            return
+        conf = await probes.on_slurm_host(["scontrol", "show", "config"])
+        if not conf.ok:
+            self.lines([f"scontrol show config failed: {conf.error or 'no answer'}"], "bold red")
+            return
+        ctld = config_value(conf.text, "SlurmctldLogFile")
+        await self.show_log("slurmctld", ctld, None, probes)
+        if self.node:
+            slurmd = config_value(conf.text, "SlurmdLogFile").replace("%n", self.node).replace("%h", self.node)
+            await self.show_log(f"slurmd on {self.node}", slurmd, self.node, probes)
+
+    async def show_log(self, label: str, path: str, node: str | None, probes: Any) -> None:
+        log = self.query_one(RichLog)
+        log.write(Text(f"── {label}: {clean(path or '(no log file: it logs to syslog/journald)', 200)}",
+                       style="bold"))
+        if not path:
+            return
+        if node is None and not self.app.simulated and not self.app.config.general.host:
+            try:
+                self.lines(tail_lines(path, LOG_LINES))
+                return
+            except JobLogError:
+                pass  # not readable here: ask the Slurm host
+        argv = ["tail", "-n", str(LOG_LINES), "--", path]
+        try:
+            out = (await probes.on_nodes([node], argv))[node] if node else await probes.on_slurm_host(argv)
+        except CockpitError as exc:
+            self.lines([f"cannot read it: {exc}"], "bold red")
+            return
+        if not out.ok:
+            self.lines([f"cannot read it: {out.error or 'no answer'}"], "bold red")
+        self.lines(out.text.splitlines())
