@@ -51,6 +51,9 @@ class JobQuery:
     nodes: str = ""  # a hostlist (sacct -N): jobs that ran on these nodes
     steps: bool = False  # False: -X, allocations only
     exit_codes: bool = True  # False: not needed (no 22.05 cross-check query)
+    # "parsable": --parsable2 even where --json exists. The TUI asks so: decoding 100 MB
+    # of JSON is one C call that holds the GIL (keys waited 1.3 s); the line parser yields.
+    source: str = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +161,7 @@ class SlurmAccounting:
     async def jobs(self, q: JobQuery) -> Answer:
         """Jobs matching ``q``, oldest first. Raises CommandFailed/ParseError (one line)."""
         now = self.clock()
-        if self.use_json is not False:
+        if self.use_json is not False and q.source != "parsable":
             try:
                 return await self._jobs_json(q, now)
             except CommandFailed as err:

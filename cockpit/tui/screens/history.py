@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 from rich.text import Text
@@ -113,7 +114,8 @@ class HistoryScreen(Screen):
         self._status(f"asking accounting for the jobs that ended in the last {self.window} …")
         try:
             acct = await require_accounting(self.app.backend)
-            found = await history(acct, job_query(parse_since(self.window, now)), now)
+            query = replace(job_query(parse_since(self.window, now)), source="parsable")  # see JobQuery.source
+            found = await history(acct, query, now)
             data = await asyncio.to_thread(rows_table, found.jobs)
         except CockpitError as exc:
             self._status(clean(str(exc), 300), "bold")
