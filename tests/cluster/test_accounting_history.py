@@ -108,24 +108,27 @@ def test_node03_drained_twice_shows_both_events(acct, tmp_path):
     reasons = [f"cockpit-acct {tag} Xid 79 GPU has fallen off the bus", f"cockpit-acct {tag} Xid 79 again"]
     times = []
 
-    def recorded(n):
+    def recorded(n, ended):
         def check():
             proc = cockpit(tmp_path, "node", "history", "node03", "--since", "1h", "--json")
             assert proc.returncode == 0, proc.stderr
             doc = json.loads(proc.stdout)
             mine = [e for e in doc["events"] if tag in e["reason"]]
-            return doc if len(mine) == n and all(e["end"] for e in mine) else None
-        check.__name__ = f"{n} drain event(s) of node03 recorded and ended"
-        return wait_for(check, timeout=30, interval=1)
+            return doc if len(mine) == n and (not ended or all(e["end"] for e in mine)) else None
+        check.__name__ = f"{n} drain event(s) of node03 recorded" + (" and ended" if ended else "")
+        # Other sessions' jobs may hold node03: then it is DRAINING, and slurmctld records
+        # the event once their jobs end (a drain resumed before that leaves none).
+        return wait_for(check, timeout=180, interval=1)
     try:
         for i, reason in enumerate(reasons):
             before = int(time.time())
             proc = cockpit(tmp_path, "node", "drain", "node03", "--reason", reason, "--yes")
             assert proc.returncode == 0, proc.stdout + proc.stderr
+            recorded(i + 1, ended=False)
             proc = cockpit(tmp_path, "node", "resume", "node03", "--yes")
             assert proc.returncode == 0, proc.stdout + proc.stderr
+            doc = recorded(i + 1, ended=True)
             times.append((before, int(time.time()) + 1))
-            doc = recorded(i + 1)
             # slurmdbd keys events by node and start second: a second drain within the second
             # the first one ended in replaces it (seen on 24.11). Start the next one after it.
             end = max(e["end"] for e in doc["events"] if tag in e["reason"])
@@ -138,7 +141,8 @@ def test_node03_drained_twice_shows_both_events(acct, tmp_path):
         assert e["kind"] == "drain" and e["user"] == "root" and e["node"] == "node03"
         assert before <= e["start"] <= e["end"] <= after
     assert doc["counts"]["drain"] >= 2 and doc["xids"]["79"] >= 2
-    assert doc["summary"].startswith(f"drained {doc['counts']['drain']}x in 1 h")
+    # Other sessions drain (and set down) node03 too: the counts are at least ours.
+    assert doc["summary"].startswith(f"drained {doc['counts']['drain']}x") and " in 1 h, " in doc["summary"]
     proc = cockpit(tmp_path, "node", "history", "node03", "--since", "1h")
     assert proc.returncode == 0 and reasons[1] in proc.stdout and "root" in proc.stdout
 
