@@ -52,8 +52,8 @@ def key_sections(app: CockpitApp) -> list[tuple[str, list[tuple[str, str]]]]:
     plugin_ids = set(app.plugins.keys)
     for _key, active in app.screen.active_bindings.items():
         b: Binding = active.binding
-        if b.id in seen or b.id in SKIP or b.id in plugin_ids or b.id in KEY_HELP:
-            continue
+        if not b.id or b.id in seen or b.id in SKIP or b.id in plugin_ids or b.id in KEY_HELP:
+            continue  # no id: Textual's own scrolling keys
         seen.add(b.id)
         if active.node is app:
             continue

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Header, Static
 
 from .picture import draw, summary_lines
 
@@ -85,8 +85,9 @@ class LayoutScreen(Screen):
     DEFAULT_CSS = "#layout-findings { width: 2fr; border-left: vkey $primary; }"
     BINDINGS = [
         Binding("p", "toggle_preview", "Preview fix"),
-        Binding("escape", "app.pop_screen", "Back"),
+        Binding("escape,q", "app.pop_screen", "Back"),
     ]
+    crumb = "layout"
 
     def __init__(self, result_data: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -94,11 +95,12 @@ class LayoutScreen(Screen):
 
     def compose(self) -> ComposeResult:
         data = self.result["data"]
+        yield Header(show_clock=False)
         with Horizontal():
             yield LayoutGrid(data, id="layout-grid")
             with VerticalScroll(id="layout-findings"):
                 yield FindingsPanel(findings_text(self.result, data.get("layout")))
-        yield Footer()
+        yield Footer(show_command_palette=False)
 
     def action_toggle_preview(self) -> None:
         grid = self.query_one(LayoutGrid)

@@ -5,7 +5,10 @@ Imported only by the TUI (it imports Textual). ``NcclScreen(context, nodes="")``
 opens on ``nodes`` (the TUI passes the selected nodes). It runs the same NcclCheck
 as the headless command, in a named exclusive worker: each submission goes through
 the context's gate (the TUI's dialog with the argv and the script; refused and
-audited in read-only mode). Cluster strings are shown as Text, never as markup.
+audited in read-only mode). ``x`` runs the test (``r`` refreshes everywhere else,
+so it does not run anything here). The form is one line that fits in 80 columns:
+the nodes field takes what the selectors leave. Cluster strings are shown as Text,
+never as markup.
 """
 
 from __future__ import annotations
@@ -32,7 +35,21 @@ class NcclScreen(Screen):
     """Run and judge NCCL bandwidth tests."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="nccl.back"),
-                Binding("r", "start", "Run", id="nccl.run")]
+                Binding("x", "start", "Run test", id="nccl.run")]
+    DEFAULT_CSS = """
+    NcclScreen #nccl-form { height: 3; }
+    NcclScreen #nodes { width: 1fr; }
+    NcclScreen #engine { width: 18; }
+    NcclScreen #mode { width: 12; }
+    NcclScreen #run { width: 11; min-width: 11; }
+    NcclScreen #verdict { height: auto; max-height: 6; }
+    NcclScreen #nccl-body { height: 1fr; }
+    NcclScreen #nccl-left { width: 3fr; }
+    NcclScreen #results { height: auto; max-height: 50%; }
+    NcclScreen #progress { height: 1fr; min-height: 3; }
+    NcclScreen #plot { width: 2fr; }
+    """
+    crumb = "NCCL test"
 
     def __init__(self, context: CheckContext, nodes: str = "", **kw) -> None:
         super().__init__(**kw)
@@ -41,19 +58,19 @@ class NcclScreen(Screen):
         self.check = NcclCheck()
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Header(show_clock=False)
         with Horizontal(id="nccl-form"):
             yield Input(self.initial_nodes, placeholder="nodes, e.g. node[01-04]", id="nodes")
             yield Select([(e, e) for e in ENGINES], value=ENGINES[0], id="engine", allow_blank=False)
             yield Select([(m, m) for m in MODES], value="all", id="mode", allow_blank=False)
-            yield Button("Run", id="run", variant="primary")
-        yield Static("", id="verdict")
-        with Horizontal():
-            with Vertical():
+            yield Button("Run (x)", id="run", variant="primary")
+        yield Static(Text("pick the nodes, the engine and the mode, then x (or Run)", style="dim"), id="verdict")
+        with Horizontal(id="nccl-body"):
+            with Vertical(id="nccl-left"):
                 yield DataTable(id="results", cursor_type="row")
                 yield Log(id="progress", max_lines=500)
             yield PlotextPlot(id="plot")
-        yield Footer()
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#results", DataTable)
@@ -62,6 +79,10 @@ class NcclScreen(Screen):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "run":
             self.action_start()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_start()  # Enter in the nodes field: x would be typed into it
 
     def _args(self) -> argparse.Namespace:
         parser = argparse.ArgumentParser()
@@ -76,7 +97,7 @@ class NcclScreen(Screen):
             self.notify("give the nodes to test, e.g. node[01-04]", severity="warning")
             return
         self.query_one("#progress", Log).clear()
-        self._set_verdict(Text("running..."))
+        self._set_verdict(Text("running…"))
         self.run_check()
 
     @work(exclusive=True, name="nccl-check", group="nccl")

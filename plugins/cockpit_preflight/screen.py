@@ -53,15 +53,19 @@ def node_status(result: CheckResult, node: str) -> str:
 class PreflightScreen(Screen):
     """The shared layout: a form, a progress bar, the verdict, a table, a log and a plot."""
 
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     DEFAULT_CSS = """
     PreflightScreen #pf-form { height: auto; }
+    PreflightScreen.-narrow #pf-form { layout: grid; grid-size: 3; grid-rows: 3; grid-columns: 1fr 1fr 1fr; }
+    PreflightScreen.-narrow #pf-form Button { width: 1fr; }
     PreflightScreen #pf-form Input { width: 1fr; }
     PreflightScreen #pf-form Button { width: auto; min-width: 8; }
     PreflightScreen #pf-verdict { height: auto; max-height: 9; }
     PreflightScreen #pf-plot { width: 45%; }
     PreflightScreen #pf-messages { height: 8; }
     """
-    BINDINGS = [("escape", "app.pop_screen", "Back"), ("r", "start", "Run")]
+    # x runs, as on the NCCL and runbook screens (r refreshes everywhere else)
+    BINDINGS = [("escape", "app.pop_screen", "Back"), ("x", "start", "Run check")]
     CHECK: type = StorageCheck
     FIELDS: tuple[tuple[str, str, str], ...] = ()  # (flag, placeholder, default)
     COLUMNS: tuple[str, ...] = ()
@@ -73,8 +77,12 @@ class PreflightScreen(Screen):
         self.initial_nodes = nodes if isinstance(nodes, str) else collapse(tuple(nodes or ()))
         self.result: CheckResult | None = None
 
+    @property
+    def crumb(self) -> str:
+        return f"pre-flight {self.check.name}"
+
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield Header(show_clock=False)
         with Horizontal(id="pf-form"):
             for flag, hint, default in self.FIELDS:
                 value = self.initial_nodes if flag == "--nodes" and self.initial_nodes else default
@@ -88,7 +96,7 @@ class PreflightScreen(Screen):
                 yield DataTable(id="pf-results", cursor_type="row")
                 yield Log(id="pf-messages", max_lines=500)
             yield PlotextPlot(id="pf-plot")
-        yield Footer()
+        yield Footer(show_command_palette=False)
 
     def extra_buttons(self) -> ComposeResult:
         return iter(())
@@ -99,6 +107,10 @@ class PreflightScreen(Screen):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "pf-run":
             self.action_start()
+
+    def on_input_submitted(self, event) -> None:
+        event.stop()
+        self.action_start()  # Enter in a field: x would be typed into it
 
     def argv(self) -> list[str]:
         """The check's flags from the form (empty fields left out; the log field takes

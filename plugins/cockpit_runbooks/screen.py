@@ -1,11 +1,15 @@
 """The runbook screen (imported by the TUI only: it imports Textual).
 
 ``RunbookScreen(book, rc, mode="propose")`` runs a runbook in a worker and
-shows the steps, a live evidence pane, the findings and each proposed action
-with its exact argv. Start it from a job or node row ("why is this stuck?").
-``x`` runs it again in act mode: each action then goes through the context's
-gate, which confirms it (the TUI's dialog with the exact argv) and refuses it in
-read-only mode (the refusal audited, before anything runs). Cluster strings are
+shows the steps (one line each), the findings (the worst first, each with its
+detail and evidence: the straggler's stack, a probe's real cause), each
+proposed action with its exact argv, and the live evidence (wrapped, never
+cut). Below 120 columns the panes stack, findings in the middle, so they stay
+visible at 80x24. ``x`` runs it again in act mode: each action then goes
+through the context's gate, which confirms it (the TUI's dialog with the exact
+argv) and refuses it in read-only mode (the refusal audited, before anything
+runs). When a run ends the screen posts :class:`RunbookScreen.Finished` with
+the run's facts (the App remembers the straggler's node). Cluster strings are
 shown as plain Text, never as markup.
 """
 
@@ -15,89 +19,180 @@ import shlex
 from dataclasses import replace
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Footer, Header, RichLog, Static
 
-from cockpit.plugins.api import ReadOnlyError
+from cockpit.plugins.api import ReadOnlyError, sanitize
 
 from .engine import StepOutcome, run_runbook
 
 STATUS_STYLE = {"ran": "green", "skipped": "dim", "failed": "magenta", "proposed": "bold yellow",
                 "done": "bold green", "dry-run": "cyan", "refused": "bold red", "action-failed": "bold red"}
 SEVERITY_STYLE = {"CRIT": "bold white on red", "WARN": "bold black on yellow", "OK": "green", "UNKNOWN": "magenta"}
+SEVERITY_ORDER = {"CRIT": 0, "WARN": 1, "UNKNOWN": 2, "OK": 3}
+TITLE_HEAD, TITLE_TAIL = 160, 80  # a longer finding title keeps its start and its end: the cause is at the end
+DETAIL_LINES = 3  # evidence lines shown under a finding (the evidence pane has them all)
 
 
-def steps_text(book: Any, outcomes: dict[str, StepOutcome]) -> Text:
-    """One line per step: status and title (pending steps shown as such)."""
-    text = Text()
+def shorten(text: str, head: int = TITLE_HEAD, tail: int = TITLE_TAIL) -> str:
+    """``text`` with its middle cut out (and an ellipsis put there) when it is longer than head + tail."""
+    text = sanitize(text)
+    return text if len(text) <= head + tail + 1 else text[:head] + " … " + text[-tail:]
+
+
+def steps_text(book: Any, outcomes: dict[str, StepOutcome]) -> Table:
+    """One line per step: status and title (cut with an ellipsis; pending steps shown as such)."""
+    table = Table.grid(padding=(0, 1), expand=True)
+    table.add_column(no_wrap=True, width=9, justify="right")
+    table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
     for s in book.steps:
         o = outcomes.get(s.id)
         status = o.status if o else "pending"
-        text.append(f"{status:>13} ", style=STATUS_STYLE.get(status, ""))
-        text.append(f"{s.title}\n")
-    return text
+        table.add_row(Text(status, style=STATUS_STYLE.get(status, "")), Text(sanitize(s.title)))
+    return table
 
 
-def findings_text(outcomes: dict[str, StepOutcome]) -> Text:
-    """Findings, then every action with its exact command."""
+def ordered_findings(outcomes: dict[str, StepOutcome]) -> list[Any]:
+    """The worst first; among equals, the later step first (a py-spy straggler explains
+    the watchdog timeouts that the log step found)."""
+    found = [(i, f) for i, o in enumerate(outcomes.values()) for f in o.findings]
+    found.sort(key=lambda t: (SEVERITY_ORDER.get(t[1].severity.name, 9), -t[0]))
+    return [f for _i, f in found]
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` on one line of ``width`` cells, ending in an ellipsis when cut."""
+    text = sanitize(text)
+    return text if len(text) <= width else text[:max(1, width - 1)] + "…"
+
+
+def findings_text(outcomes: dict[str, StepOutcome], width: int = 200) -> Text:
+    """One line per finding that is not OK (cut to ``width`` with an ellipsis; a CRIT's
+    first line of evidence under it: the straggler's stack), then each finding in full
+    with its detail and evidence, then every action with its exact command."""
     text = Text()
-    for o in outcomes.values():
-        for f in o.findings:
-            text.append(f" {f.severity.name} ", style=SEVERITY_STYLE.get(f.severity.name, ""))
-            text.append(f" {f.title}\n")
-            if f.fix:
-                text.append(f"     fix: {f.fix}\n", style="italic")
+    found = ordered_findings(outcomes)
+    worth = [f for f in found if f.severity.name != "OK"]
+    for f in worth:
+        name = f.severity.name
+        text.append(f" {name} ", style=SEVERITY_STYLE.get(name, ""))
+        text.append(" " + cut(f.title, width - len(name) - 3) + "\n")
+        if name == "CRIT" and f.evidence:
+            text.append("   " + cut(f.evidence[0], width - 3) + "\n", style="italic")
+    oks = len(found) - len(worth)
+    if oks:
+        text.append(f" {oks} OK finding(s) below\n", style="dim")
+    if worth:
+        text.append("\n")
+    for f in found:
+        name = f.severity.name
+        text.append(f" {name} ", style=SEVERITY_STYLE.get(name, ""))
+        text.append(f" {shorten(f.title)}\n")
+        if f.detail and name != "OK":
+            text.append(f"     {shorten(f.detail, 400, 100)}\n", style="dim")
+        if name in ("CRIT", "WARN"):
+            for line in f.evidence[:DETAIL_LINES]:
+                text.append(f"     {shorten(line, 300, 60)}\n", style="italic")
+            if len(f.evidence) > DETAIL_LINES:
+                text.append(f"     … and {len(f.evidence) - DETAIL_LINES} more line(s): the evidence pane\n",
+                            style="dim")
+        if f.fix:
+            text.append(f"     fix: {sanitize(f.fix)}\n", style="italic")
     for o in outcomes.values():
         for argv in o.argv:
             text.append(f"[{o.status}] ", style=STATUS_STYLE.get(o.status, ""))
-            text.append(f"$ {shlex.join(argv)}\n", style="bold")
+            text.append(f"$ {sanitize(shlex.join(argv))}\n", style="bold")
             if o.why:
-                text.append(f"     {o.why}\n", style="dim")
+                text.append(f"     {sanitize(o.why)}\n", style="dim")
     return text
 
 
 class RunbookScreen(Screen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="runbook.back"),
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="runbook.back"),
                 Binding("x", "act", "Do proposed actions", id="runbook.act")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     DEFAULT_CSS = """
-    #rb-left { width: 2fr; }
-    #rb-steps { height: auto; border: round $accent; }
-    #rb-findings { height: 1fr; border: round $accent; overflow-y: auto; }
-    #rb-evidence { width: 3fr; border: round $accent; }
+    RunbookScreen #rb-title { height: 1; }
+    RunbookScreen #rb-body { height: 1fr; }
+    RunbookScreen.-wide #rb-body { layout: horizontal; }
+    RunbookScreen #rb-left { width: 2fr; }
+    RunbookScreen.-narrow #rb-left { width: 1fr; height: 1fr; }
+    RunbookScreen #rb-steps { height: auto; max-height: 40%; border: round $accent; }
+    RunbookScreen.-narrow #rb-steps { max-height: 5; }
+    RunbookScreen #rb-findings-box { height: 1fr; min-height: 6; border: round $accent; }
+    RunbookScreen #rb-evidence { width: 3fr; border: round $accent; }
+    RunbookScreen.-narrow #rb-evidence { width: 1fr; height: 5; }
     """
+
+    class Finished(Message):
+        """A run ended: its target and the facts it found (``straggler_node`` ...)."""
+
+        def __init__(self, book: str, job_id: Any, node: Any, facts: dict[str, Any]) -> None:
+            super().__init__()
+            self.book, self.job_id, self.node, self.facts = book, job_id, node, facts
 
     def __init__(self, book: Any, rc: Any, mode: str = "propose") -> None:
         super().__init__()
         self.book, self.rc, self.mode = book, rc, mode
         self.outcomes: dict[str, StepOutcome] = {}
+        self.crumb = f"runbook {book.name}"
+        self._lines: list[str] = []
+        self.finished = False  # the run has ended (steps a jump or a condition passes over get no outcome)
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"Runbook {self.book.title} ({self.mode})", style="bold"), id="rb-title")
-        with Horizontal():
+        yield Header(show_clock=False)
+        what = f"job {self.rc.job_id}" if self.rc.job_id else f"node {self.rc.node}"
+        yield Static(Text(f" Runbook {sanitize(self.book.title)} on {sanitize(str(what))} ({self.mode})",
+                          style="bold", no_wrap=True, overflow="ellipsis"), id="rb-title")
+        with Vertical(id="rb-body"):
             with Vertical(id="rb-left"):
                 yield Static(steps_text(self.book, {}), id="rb-steps")
-                yield Static(Text(""), id="rb-findings")
-            yield Log(id="rb-evidence", highlight=False)
-        yield Footer()
+                with VerticalScroll(id="rb-findings-box"):
+                    yield Static(Text("running…", style="dim"), id="rb-findings")
+            yield RichLog(id="rb-evidence", wrap=True, markup=False, highlight=False, max_lines=5000)
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         self.rc.events = self._evidence  # the worker runs on the event loop: direct calls are safe
         self.run_worker(self._run(), name="runbook", exclusive=True)
 
+    @property
+    def evidence_lines(self) -> list[str]:
+        """The evidence written so far, as plain lines."""
+        return list(self._lines)
+
     def _evidence(self, line: str) -> None:
-        self.query_one("#rb-evidence", Log).write_line(line)
+        self._lines.append(sanitize(line))
+        self.query_one("#rb-evidence", RichLog).write(Text(sanitize(line)))
 
     def _step_done(self, outcome: StepOutcome) -> None:
         self.outcomes[outcome.id] = outcome
         self.query_one("#rb-steps", Static).update(steps_text(self.book, self.outcomes))
-        self.query_one("#rb-findings", Static).update(findings_text(self.outcomes))
+        self._show_findings()
+
+    def _show_findings(self) -> None:
+        box = self.query_one("#rb-findings", Static)
+        box.update(findings_text(self.outcomes, box.size.width or 78))
+
+    def on_resize(self) -> None:
+        if self.outcomes:
+            self.call_after_refresh(self._show_findings)  # the overview's lines are cut to the pane's width
 
     async def _run(self) -> None:
         await run_runbook(self.book, self.rc, self.mode, on_step=self._step_done)
+        self.finished = True
+        self.post_message(self.Finished(self.book.name, self.rc.job_id, self.rc.node, dict(self.rc.facts)))
+
+    def copy_text(self) -> tuple[str, str] | None:
+        """What ``y`` copies here: the proposed commands, one a line."""
+        lines = [shlex.join(argv) for o in self.outcomes.values() for argv in o.argv]
+        return ("\n".join(lines), "the proposed command(s)") if lines else None
 
     def action_act(self) -> None:
         """Run again doing the proposed actions, each confirmed by the gate."""

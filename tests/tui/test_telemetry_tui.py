@@ -124,7 +124,7 @@ async def test_node_detail_polls_its_node_and_shows_readings():
     async with app.run_test(size=(150, 40)) as pilot:
         await settle(pilot, app)
         await pilot.press(":", *"node gpu01", "enter")
-        await wait_until(pilot, lambda: "util=100" in screen_text(app), "telemetry in the node detail")
+        await wait_until(pilot, lambda: "100% util" in screen_text(app), "telemetry in the node detail")
         assert nodes.asked and all(c == ["gpu01"] for c in nodes.asked)
 
 

@@ -42,6 +42,12 @@ FOLLOW_UPS = {"drain": ("resume", "resume this node"), "down": ("resume", "resum
 RESULT_STYLE = {"failed": "bad", "refused": "bad", "unknown": "pending", "done": "running"}
 
 
+class AuditTable(VTable, inherit_bindings=False):
+    """The records: moving and sorting only (no marks; the screen's keys act on the cursor row)."""
+
+    BINDINGS = [b for b in VTable.BINDINGS if b.id not in ("table.mark", "table.unmark", "table.open")]
+
+
 def record_key(rec: dict[str, Any]) -> str:
     """A key that stays with its record when newer lines are read in above it."""
     return f"{rec.get('epoch')}|{rec.get('invocation')}|{rec.get('step')}|{rec.get('target') or rec.get('targets')}"
@@ -82,7 +88,7 @@ class AuditScreen(Screen):
         self.records: list[dict[str, Any]] = []
         self.by_key: dict[str, dict[str, Any]] = {}
         self.query_text = ""
-        self.table = VTable(AUDIT_SCHEMA.columns, target_kind="", id="audit-table")
+        self.table = AuditTable(AUDIT_SCHEMA.columns, target_kind="", id="audit-table")
         self.table.notify_cursor = True
 
     def compose(self) -> ComposeResult:

@@ -64,6 +64,19 @@ def read_tail(path: str) -> list[str] | None:
         return None
 
 
+def telemetry_words(t: dict[str, Any]) -> str:
+    """``0% util, mem 87%, 43°C, 124 W, ECC 0, throttle none, idle 12 min`` (or the read's error)."""
+    if "error" in t:
+        return f"no telemetry: {clean(t['error'], 120)}"
+    parts = []
+    for key, fmt in (("util", "{:.0f}% util"), ("mem", "mem {:.0f}%"), ("temp", "{:.0f}°C"), ("power", "{:.0f} W"),
+                     ("ecc", "ECC {}"), ("throttle", "throttle {}"), ("low_util_for", "idle {}")):
+        v = t.get(key)
+        if v is not None:
+            parts.append(fmt.format(clean(v, 20) if isinstance(v, str) else v))
+    return ", ".join(parts)
+
+
 class DetailScreen(Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="detail.back")]
     AUTO_FOCUS = "OptionList"  # the links: Enter opens the first at once
@@ -278,7 +291,7 @@ class NodeDetailScreen(DetailScreen):
                     who = "idle" + (" — node unavailable" if node.is_unavailable else "")
                 t = tele.get((node.name, idx))
                 if t:
-                    who += "  " + " ".join(f"{k}={clean(v, 12)}" for k, v in t.items())
+                    who += "  " + telemetry_words(t)
                 table.add_row(f"GPU {idx} {clean(group.type or '', 8)}", Text(who))
                 idx += 1
         return table

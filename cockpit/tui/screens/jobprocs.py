@@ -23,6 +23,7 @@ from textual.widgets import Footer, Static
 from cockpit.errors import CockpitError
 from cockpit.models import Job
 from cockpit.text import clean
+from cockpit.tui.widgets.crumbs import Breadcrumb
 
 Loader = Callable[[Job], Awaitable[tuple[dict[str, list], dict[str, str]]]]
 STATE_STYLE = {"D": "bold yellow", "Z": "bold red", "T": "yellow", "R": "green"}
@@ -62,11 +63,14 @@ class JobProcsScreen(Screen):
         self.procs: dict[str, list] = {}
         self.errors: dict[str, str] = {}
 
+    crumb = "processes"
+
     def compose(self) -> ComposeResult:
+        yield Breadcrumb()
         yield Static("", id="procs-title")
         with VerticalScroll():
             yield Static("", id="procs")
-        yield Footer()
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         self.action_reload()

@@ -102,7 +102,25 @@ class DescribeScreen(SlurmTextScreen):
         out = await probes.on_slurm_host(argv)
         if not out.ok:
             self.lines([f"{' '.join(argv)} failed: {out.error or 'no answer'}"], "bold red")
+            fields = self.known_fields()
+            if fields:
+                self.lines(["", "what cockpit's last snapshot holds (not Slurm's words):"], "bold")
+                self.lines(fields)
         self.lines(out.text.splitlines())
+
+    def known_fields(self) -> list[str]:
+        """``field=value`` lines of the job or node in the App's snapshot ([] when absent)."""
+        import dataclasses
+
+        snap = self.app.snapshot
+        if snap is None:
+            return []
+        items = snap.jobs if self.kind == "job" else snap.nodes
+        key = (lambda j: str(j.job_id)) if self.kind == "job" else (lambda n: n.name)
+        obj = next((x for x in items if key(x) == self.target), None)
+        if obj is None:
+            return []
+        return [f"{f.name}={clean(getattr(obj, f.name), 300)}" for f in dataclasses.fields(obj)]
 
 
 class SlurmLogsScreen(SlurmTextScreen):

@@ -134,7 +134,8 @@ class WhyPendingScreen(Screen):
 
         out = self.query_one("#wp-detail", Static)
         try:
-            w = await why_pending(self.app.backend, self.job.display_id, self.app.clock())
+            ident = self.job.display_id if "[" not in self.job.display_id else str(self.job.job_id)  # 123_[4-9]
+            w = await why_pending(self.app.backend, ident, self.app.clock())
         except CockpitError as exc:
             out.update(Text(f"No more detail: {clean(exc, 300)}", style="dim"))
             return
