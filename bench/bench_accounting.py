@@ -1,9 +1,8 @@
 """sacct/slurmdbd query time and cockpit's parse time for a history of real
 finished jobs on the test cluster, and how both grow with the window.
 
-With ``--submit`` it first runs job arrays of short jobs (``sbatch --array=0-999
---wrap true``, MaxArraySize is 1001) until the last day holds at least
-``--jobs`` finished jobs. Then, per window (1h, 1d, 7d by default) and per
+With ``--submit`` it first runs ``--jobs`` short jobs as job arrays (``sbatch
+--array=0-999 --wrap true``; MaxArraySize is 1001) and waits for them. Then, per window (1h, 1d, 7d by default) and per
 source (``sacct --json``, ``--parsable2``), it runs the query cockpit runs and
 prints sacct's wall time, the output size, cockpit's parse time and the
 records; then ``cockpit history --json`` end to end. ``--tui`` adds the
@@ -50,13 +49,17 @@ def finished(window: str) -> int:
 
 def submit(want: int) -> None:
     have = finished("1d")
-    if have >= want:
-        print(f"{have} finished jobs in the last day: nothing to submit")
-        return
-    arrays = -(-(want - have) // 1000)
+    arrays = -(-want // 1000)
     t0 = time.monotonic()
     for _ in range(arrays):
-        sh(["sbatch", "--parsable", "-J", NAME, "--array=0-999", "-o", "/dev/null", "-t", "1", "--wrap", "true"])
+        while True:  # MaxJobCount (10000) counts finished jobs kept for MinJobAge: wait for room
+            res = subprocess.run(["sbatch", "--parsable", "-J", NAME, "--array=0-999", "-o", "/dev/null", "-t", "1",
+                                  "--wrap", "true"], capture_output=True, text=True)
+            if res.returncode == 0:
+                break
+            if "MaxJobCount" not in res.stderr and "temporarily" not in res.stderr.lower():
+                sys.exit(f"sbatch failed: {res.stderr.strip()}")
+            time.sleep(10)
     print(f"submitted {arrays} arrays of 1000 `true` jobs ({have} finished jobs in the last day)", flush=True)
     while True:
         left = len(sh(["squeue", "-h", "-n", NAME, "-t", "PD,R,CG", "-r", "-o", "%i"]).stdout.splitlines())
@@ -102,7 +105,7 @@ def tui_latency(window: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--submit", action="store_true", help="run job arrays until --jobs finished jobs exist")
+    ap.add_argument("--submit", action="store_true", help="first run --jobs short jobs as job arrays")
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--windows", default="1h,1d,7d")
     ap.add_argument("--runs", type=int, default=3)
