@@ -70,6 +70,9 @@ class CockpitApp(App):
         Binding("d", "describe", "Describe", show=False, id="cockpit.describe"),
         Binding("L", "slurm_logs", "Slurm logs", show=False, id="cockpit.logs"),
         Binding("A", "audit_log", "Audit log", show=False, id="cockpit.audit"),
+        # the views from any screen: back to the main screen, then the view (1-5 there too)
+        *(Binding(str(i), f"view('{kind}')", kind, show=False, id=f"cockpit.view-{kind}")
+          for i, kind in enumerate(("pulse", "nodes", "gpus", "partitions", "jobs"), 1)),
     ]
 
     def __init__(
@@ -235,6 +238,9 @@ class CockpitApp(App):
             self.poller.ask(TELEMETRY, (message.node,))
 
     def on_runbook_screen_finished(self, message: Any) -> None:
+        self.on_runbook_screen_facts(message)
+
+    def on_runbook_screen_facts(self, message: Any) -> None:
         """The runbook screen (a plugin's) reports what its run found: the hung-job
         runbook's straggler, shown first among the job's nodes in its detail."""
         facts = getattr(message, "facts", None) or {}

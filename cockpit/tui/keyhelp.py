@@ -43,7 +43,8 @@ VIEW_HELP = {
     "joblog.stream": "switch between stdout and stderr",
 }
 SKIP = {"table.up", "table.down", "table.page-up", "table.page-down", "table.top", "table.bottom",
-        "view.pulse", "view.nodes", "view.gpus", "view.partitions", "view.jobs", "main.keys", "main.clear"}
+        "view.pulse", "view.nodes", "view.gpus", "view.partitions", "view.jobs", "main.keys", "main.clear",
+        *(f"cockpit.view-{k}" for k in ("pulse", "nodes", "gpus", "partitions", "jobs"))}
 
 
 def key_sections(app: CockpitApp) -> list[tuple[str, list[tuple[str, str]]]]:

@@ -9,7 +9,8 @@ visible at 80x24. ``x`` runs it again in act mode: each action then goes
 through the context's gate, which confirms it (the TUI's dialog with the exact
 argv) and refuses it in read-only mode (the refusal audited, before anything
 runs). When a run ends the screen posts :class:`RunbookScreen.Finished` with
-the run's facts (the App remembers the straggler's node). Cluster strings are
+the run's facts, and :class:`RunbookScreen.Facts` after each step (the App
+remembers the straggler's node). Cluster strings are
 shown as plain Text, never as markup.
 """
 
@@ -130,12 +131,16 @@ class RunbookScreen(Screen):
     RunbookScreen.-narrow #rb-evidence { width: 1fr; height: 5; }
     """
 
-    class Finished(Message):
-        """A run ended: its target and the facts it found (``straggler_node`` ...)."""
+    class Facts(Message):
+        """What the run found so far (``straggler_node`` ...), after each step: the App
+        keeps it, even when the operator leaves before the run ends."""
 
         def __init__(self, book: str, job_id: Any, node: Any, facts: dict[str, Any]) -> None:
             super().__init__()
             self.book, self.job_id, self.node, self.facts = book, job_id, node, facts
+
+    class Finished(Facts):
+        """The run ended; its final facts."""
 
     def __init__(self, book: Any, rc: Any, mode: str = "propose") -> None:
         super().__init__()
@@ -175,6 +180,7 @@ class RunbookScreen(Screen):
         self.outcomes[outcome.id] = outcome
         self.query_one("#rb-steps", Static).update(steps_text(self.book, self.outcomes))
         self._show_findings()
+        self.post_message(self.Facts(self.book.name, self.rc.job_id, self.rc.node, dict(self.rc.facts)))
 
     def _show_findings(self) -> None:
         box = self.query_one("#rb-findings", Static)

@@ -37,12 +37,21 @@ def check_screen(app) -> None:
         if table.display and table.region.area:
             assert table.cut_while_free() == [], (type(screen).__name__, table.id, table.cut_while_free())
     area = screen.region
+    placed = screen._compositor.full_map  # every widget laid out, visible or not, with its clip
     for widget in screen.walk_children():
-        if not widget.display or not widget.region.area:
+        if not widget.display or not widget.visible:
             continue
         if any(isinstance(a, (ScrollableContainer, ScrollView)) for a in widget.ancestors if a is not screen):
+            continue  # out of view inside something that scrolls: the operator can scroll to it
+        if any(not a.display for a in widget.ancestors):
             continue
-        assert area.contains_region(widget.region), (type(screen).__name__, widget, widget.region, area)
+        geometry = placed.get(widget)
+        assert geometry is not None, (type(screen).__name__, widget, "not laid out")
+        if not geometry.region.area:
+            continue
+        assert area.contains_region(geometry.region), (type(screen).__name__, widget, geometry.region, area)
+        assert geometry.clip.contains_region(geometry.region), (type(screen).__name__, widget, "clipped",
+                                                                 geometry.region, geometry.clip)
 
 
 async def wait_until(pilot, predicate, tries: int = 400) -> None:

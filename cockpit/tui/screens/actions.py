@@ -13,7 +13,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
@@ -24,15 +24,20 @@ from cockpit.tui.screens.joblog import JobLogScreen  # noqa: F401 - moved to job
 
 _CSS = """
 ActionModal { align: center middle; }
-ActionModal > Vertical { width: 90%; max-width: 110; height: auto; max-height: 90%;
-    border: thick $warning; background: $surface; padding: 1 2; }
+ActionModal > DialogBody { width: 90%; max-width: 110; height: auto; max-height: 100%;
+    border: thick $warning; background: $surface; padding: 0 2; }
 ActionModal .argv { color: $text; background: $panel; padding: 0 1; height: auto; max-height: 16; }
 ActionModal .script { background: $panel; padding: 0 1; height: auto; max-height: 12; }
 ActionModal Horizontal { height: auto; margin-top: 1; }
-ActionModal OptionList { height: auto; max-height: 18; }
+ActionModal OptionList { height: auto; max-height: 12; }
+ActionModal #template { border: none; max-height: 8; }
 ActionModal .details { height: auto; max-height: 12; }
 ActionModal .error { color: $error; height: auto; }
 """
+
+
+class DialogBody(VerticalScroll, can_focus=False):
+    """A dialog's frame: it scrolls on a short terminal but never takes the focus from its fields."""
 
 
 class ActionModal(ModalScreen):
@@ -53,7 +58,7 @@ class ActionMenu(ActionModal):
     def compose(self) -> ComposeResult:
         opts = [Option(Text(f"{'! ' if s.dangerous else '  '}{s.title}"), id=s.name)
                 for s in ACTIONS.values() if s.kind == self.kind]
-        with Vertical():
+        with DialogBody():
             yield Static(Text(f"{len(self.targets)} {self.kind}(s): {_short(self.targets)}"))
             yield OptionList(*opts, id="action-menu")
 
@@ -73,10 +78,10 @@ class ParamsForm(ActionModal):
 
     def compose(self) -> ComposeResult:
         spec = ACTIONS[self.name_]
-        with Vertical():
-            yield Static(Text(spec.title, style="bold"))
+        with DialogBody():
+            hint = "  reason: a template (↑↓ enter), then detail or your own" if spec.needs_reason else ""
+            yield Static(Text(spec.title, style="bold") + Text(hint))
             if spec.needs_reason:
-                yield Static(Text("reason: pick a template (↑↓ enter), then add detail or type your own"))
                 opts = [Option(Text("free text (no template)"), id="")]
                 opts += [Option(Text(v), id=k) for k, v in REASON_TEMPLATES.items()]
                 yield OptionList(*opts, id="template")
@@ -167,7 +172,7 @@ class ConfirmAction(ActionModal):
         head = Text(f"{spec.title}: {len(self.plan.targets)} {spec.kind}(s) via {self.where}", style="bold")
         if spec.dangerous:
             head.append("  (dangerous)", style="bold red")
-        with Vertical():
+        with DialogBody():
             yield Static(head)
             if self.details:
                 with VerticalScroll(classes="details"):
@@ -222,7 +227,7 @@ class ActionResults(ActionModal):
         if self.note:
             body.append(self.note, style="dim")
         body.append("\nenter closes", style="dim")
-        with Vertical():
+        with DialogBody():
             yield Static(body, id="results")
 
 
