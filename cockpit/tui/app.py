@@ -32,6 +32,7 @@ from cockpit.config import Config
 from cockpit.core.actions import Actions
 from cockpit.core.poller import Poller, PollStatus
 from cockpit.models import ClusterSnapshot
+from cockpit.text import clean
 from cockpit.tui.acting import ActionFlows
 from cockpit.tui.viewing import Viewers
 from cockpit.tui.commands import CockpitCommands
@@ -279,8 +280,8 @@ class CockpitApp(App):
             if screen is self.main:
                 parts.append(self.main.views[self.main.current].title)
                 continue
-            parts.append(str(getattr(screen, "crumb", "") or type(screen).__name__.removesuffix("Screen")))
-        return " › ".join(parts)
+            parts.append(clean(str(getattr(screen, "crumb", "") or type(screen).__name__.removesuffix("Screen")), 40))
+        return " › ".join(parts)  # node names and job ids are cluster strings: cleaned
 
     def update_crumbs(self) -> None:
         self.sub_title = self.crumbs()
@@ -297,23 +298,6 @@ class CockpitApp(App):
 
     def current_view(self) -> str:
         return self.main.current
-
-    def job_fate(self, job_id: Any) -> str:
-        """Why a job id is not in the queue ("left it 3m ago", "never seen")."""
-        try:
-            return self.main.pulse.tracker.job_fate(int(job_id), self.clock())
-        except (TypeError, ValueError):
-            return "not in the queue"
-
-    def hints_for(self, job_id: int) -> dict[str, Any]:
-        return self.hints.get(job_id, {})
-
-    def output_mtime(self, job_id: int) -> float | None:
-        return self.main.pulse.outputs.get(job_id)
-
-    def suspect_evidence(self, job_id: int) -> tuple[str, ...]:
-        row = self.main.pulse.suspects.data.rows.get(job_id)
-        return (row.values[5],) if row is not None else ()
 
     def key_rows(self) -> list[tuple[str, str]]:
         """(key, help) of every key the keys screen lists, the current view's first."""

@@ -10,7 +10,7 @@ selected job or node, ``L`` Slurm's logs, ``A`` the audit log.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cockpit.hostlist import collapse
 from cockpit.text import sanitize
@@ -31,6 +31,25 @@ def osc52(text: str) -> str:
 class Viewers:
     def __init__(self, app: CockpitApp) -> None:
         self.app = app
+
+    # -- what the detail screens show besides Slurm's fields ------------------
+    def job_fate(self, job_id: Any) -> str:
+        """Why a job id is not in the queue ("left it 3m ago", "never seen")."""
+        try:
+            return self.app.main.pulse.tracker.job_fate(int(job_id), self.app.clock())
+        except (TypeError, ValueError):
+            return "not in the queue"
+
+    def hints_for(self, job_id: int) -> dict[str, Any]:
+        """What a runbook found about the job (the straggler's node and rank)."""
+        return self.app.hints.get(job_id, {})
+
+    def output_mtime(self, job_id: int) -> float | None:
+        return self.app.main.pulse.outputs.get(job_id)
+
+    def suspect_evidence(self, job_id: int) -> tuple[str, ...]:
+        row = self.app.main.pulse.suspects.data.rows.get(job_id)
+        return (row.values[5],) if row is not None else ()
 
     def copy_value(self, value: str, what: str) -> None:
         """Put ``value`` (sanitized) on the operator's clipboard and say so."""

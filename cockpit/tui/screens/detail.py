@@ -136,12 +136,14 @@ class JobDetailScreen(DetailScreen):
         job = next((j for j in snap.jobs if j.job_id == self.key), None) if snap else None
         title = self.query_one("#detail-title", Static)
         if job is None:
-            fate = self.app.job_fate(self.key) if hasattr(self.app, "job_fate") else "not in the queue"
+            viewers = getattr(self.app, "viewers", None)
+            fate = viewers.job_fate(self.key) if viewers is not None else "not in the queue"
             title.update(Text(f" job {self.key}: {fate}"))
             return
         title.update(Text(f" job {job.display_id}  {clean(job.name, 60)}  {job_state_text(job)}"))
         self.body.update(self.glance(job))
-        hints = self.app.hints_for(job.job_id) if hasattr(self.app, "hints_for") else {}
+        viewers = getattr(self.app, "viewers", None)
+        hints = viewers.hints_for(job.job_id) if viewers is not None else {}
         first = hints.get("straggler_node")
         gpus = {g.node: g for g in job.gpus}
         opts = []
@@ -168,10 +170,11 @@ class JobDetailScreen(DetailScreen):
         pairs.append(("time", Text(f"{elapsed or '-'} of {limit_text(job.time_limit)}")))
         pairs.append(("GPUs", Text(f"{job.gpu_count} x {clean(job.gpu_type or 'gpu', 20)}"
                                    f" on {len(job.nodes) or job.node_count} node(s)")))
-        mtime = self.app.output_mtime(job.job_id) if hasattr(self.app, "output_mtime") else None
+        viewers = getattr(self.app, "viewers", None)
+        mtime = viewers.output_mtime(job.job_id) if viewers is not None else None
         if mtime:
             pairs.append(("last output", Text(f"{duration(now - mtime) or '0s'} ago")))
-        evidence = self.app.suspect_evidence(job.job_id) if hasattr(self.app, "suspect_evidence") else ()
+        evidence = viewers.suspect_evidence(job.job_id) if viewers is not None else ()
         if evidence:
             pairs.append(("suspect", Text("; ".join(evidence), style="bold")))
         return _kv_table(pairs)

@@ -14,7 +14,6 @@ with the previous one; they are tracked even while the view is hidden.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table

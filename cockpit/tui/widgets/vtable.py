@@ -24,41 +24,28 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
-from textual.color import BLACK, WHITE, Color
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from cockpit.text import truncate
 from cockpit.tui.columns import ColumnLayout, layout
 from cockpit.tui.rows import Column, Row, TableData
+from cockpit.tui.widgets.vtable_draw import MARK, VTableDrawing, contrast
+
+__all__ = ["LIVE_REPAINT", "MARK", "ROW_STYLES", "VTable", "contrast"]
 
 # Seconds between repaints of cells that show the clock (a job's elapsed time) when
 # nothing else repaints them: a whole-table repaint is ~10 ms of the UI thread.
 LIVE_REPAINT = 5.0
 ROW_STYLES = ("running", "pending", "bad", "idle", "mixed", "alloc", "drain", "down", "idlegpu")
-MARK = "*"
 
 
-def contrast(a: Color, b: Color) -> float:
-    """The WCAG contrast ratio of two opaque colours (1 to 21)."""
-    def lum(c: Color) -> float:
-        def lin(v: int) -> float:
-            x = v / 255
-            return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
-        return 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b)
-
-    la, lb = lum(a), lum(b)
-    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
-
-
-class VTable(ScrollView, can_focus=True):
+class VTable(VTableDrawing, ScrollView, can_focus=True):
     """Rows keyed by id; cursor, marks, sort column; renders with render_line."""
 
     BINDINGS = [
@@ -381,103 +368,3 @@ class VTable(ScrollView, can_focus=True):
             self._move_to(pos)
             if event.chain >= 2:
                 self.action_activate()
-
-    # -- drawing --------------------------------------------------------
-    def cursor_style(self) -> Style:
-        """The cursor row's colours: the theme's cursor background (over this table's
-        background) and black or white text, whichever reads on it."""
-        key = (self.app.theme, self.has_focus)
-        if self._cursor_cache[0] == key:
-            return self._cursor_cache[1]
-        comp = self.get_component_styles("vtable--cursor")
-        under = self.background_colors[1]
-        bg = under + comp.background
-        if bg.ansi is not None or under.ansi is not None:  # an ANSI theme: the terminal's own colours
-            style = Style(reverse=True, bold=True)
-        else:
-            fg = max((WHITE, BLACK), key=lambda c: contrast(c, bg))
-            style = Style(color=fg.rich_color, bgcolor=bg.rich_color, bold=bool(comp.text_style.bold))
-        self._cursor_cache = (key, style)
-        return style
-
-    def _cells(self, texts: Sequence[str], style: Style, gutter: str = " ") -> list[Segment]:
-        segs = [Segment(gutter, style)]
-        for p in self._layout.placed:
-            col = self.columns[p.index]
-            t = truncate(texts[p.index], p.width)
-            pad = p.width - len(t) if t.isascii() else p.width - Segment(t).cell_length
-            t = (" " * pad + t) if col.align == "right" else (t + " " * pad)
-            segs.append(Segment(t + " ", style))
-        return segs
-
-    def _header(self) -> list[Segment]:
-        lay = self._layout
-        labels = []
-        for i, col in enumerate(self.columns):
-            label = col.label + (("▼" if self.sort_reverse else "▲") if i == self.sort_column else "")
-            labels.append(label)
-        if lay.hidden_left and len(lay.placed) > lay.pinned:
-            i = lay.placed[lay.pinned].index
-            labels[i] = "◂" + labels[i]
-        if lay.hidden_right and lay.placed:
-            i = lay.placed[-1].index
-            width = lay.placed[-1].width
-            labels[i] = truncate(labels[i], max(1, width - 1)).ljust(width - 1) + "▸"
-        return self._cells(labels, self.get_component_rich_style("vtable--header"))
-
-    def _row_texts(self, row: Row, now: float) -> list[str]:
-        return [col.live(row.values[col.field], now) if col.live else cell for col, cell in zip(self.columns, row.cells)]
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # The widget's own style walks every ancestor's CSS (~0.1 ms): once per
-        # repaint, not once per line.
-        self._base_style = self.rich_style
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._base_style = None
-
-    def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        scroll_y = int(self.scroll_y)
-        base = self._base_style or self.rich_style
-        if y == 0:
-            segs = self._header()
-            return Strip(segs).crop(0, width).extend_cell_length(width, segs[0].style if segs else base)
-        pos = scroll_y + y - 1
-        if pos >= self.row_count:
-            return Strip.blank(width, base)
-        key = self.data.order[pos]
-        row = self.data.rows[key]
-        style = base
-        if row.style:
-            style += self.get_component_rich_style(f"vtable--{row.style}", partial=True)
-        marked = key in self._marked
-        if marked:
-            style += self.get_component_rich_style("vtable--marked", partial=True)
-        if pos == self.cursor:
-            style += self.cursor_style()
-        texts = self._row_texts(row, self.clock())
-        drawn = self._drawn.get(key)
-        lay = self._layout
-        if drawn is not None and drawn[0] is row and drawn[2] == style and drawn[1] == texts and drawn[4] is lay:
-            strip = drawn[3]  # a Strip keeps its recent crops: unchanged lines cost a lookup
-        else:
-            strip = Strip(self._cells(texts, style, MARK if marked else " "))
-            if len(self._drawn) > 4 * max(self.size.height, 50):
-                self._drawn.clear()  # only what is on screen is worth keeping
-            self._drawn[key] = (row, texts, style, strip, lay)
-        return strip.crop(0, width).extend_cell_length(width, style)
-
-    def cut_while_free(self) -> list[str]:
-        """Labels of the columns drawn narrower than their cells while the line has room
-        to spare (what the snapshot tests assert never happens)."""
-        lay = self._layout
-        free = self.size.width - lay.line_width()
-        if lay.scrolls or free <= 0:
-            return []
-        from cockpit.tui.columns import natural_widths
-
-        natural = natural_widths(self.columns, self.data.widths)
-        return [self.columns[p.index].label for p in lay.placed if p.width < natural[p.index]]
-
