@@ -65,11 +65,15 @@ def test_default_output_path_is_followed(cluster, workdir, backend):
 
 def test_pattern_output_path_is_expanded(cluster, workdir):
     tag = f"hello-pattern-{uuid.uuid4().hex[:6]}"
-    job = sbatch("--job-name=patt", "--output=%x-%j.out", wrap=f"echo {tag}", workdir=workdir)
-    wait_file(workdir / f"patt-{job}.out", tag)
-    proc = cockpit(cluster, "job", "tail", job)
-    assert proc.returncode == 0, proc.stderr
-    assert tag in proc.stdout and f"patt-{job}.out" in proc.stderr
+    # Still running when it is tailed: 24.11's squeue --json lists no finished job.
+    job = sbatch("--job-name=patt", "--output=%x-%j.out", wrap=f"echo {tag}; sleep 60", workdir=workdir)
+    try:
+        wait_file(workdir / f"patt-{job}.out", tag)
+        proc = cockpit(cluster, "job", "tail", job)
+        assert proc.returncode == 0, proc.stderr
+        assert tag in proc.stdout and f"patt-{job}.out" in proc.stderr
+    finally:
+        cancel(job)
 
 
 @pytest.mark.parametrize("flags", [("--output=%x-%A_%a.out",), ()], ids=["pattern", "default"])

@@ -103,4 +103,5 @@ async def test_pending_job_is_validated_on_its_request(ctx, jobs):
     assert res.data["planned"] is True
     assert "tp-fits-node" in rules and res.severity == Severity.CRIT
     ok = await check(ctx, "--job", job_id, "--tp", "8")
-    assert {f.rule for f in ok.findings} == {"one-switch"}  # 2 nodes fit under leaf1 or leaf2
+    # 2 nodes fit under leaf1 or leaf2; every verdict also says where its NVLink domains came from.
+    assert {f.rule for f in ok.findings} == {"one-switch", "nvlink-domains"}
