@@ -92,7 +92,8 @@ def test_finished_jobs_in_history_with_state_exit_code_and_elapsed(acct, tmp_pat
     assert (timeout["state"], timeout["time_limit"], timeout["failure"]) == ("TIMEOUT", 1, "time limit 1 min")
     for key in jobs:
         assert found[jobs[key]]["elapsed_s"] == runtime_s(jobs[key]), key
-    assert 2 <= ok["elapsed_s"] <= 10 and timeout["elapsed_s"] >= 60
+    # Lower bounds only: the job slept 2 s, and a loaded machine only makes it longer.
+    assert ok["elapsed_s"] >= 2 and timeout["elapsed_s"] >= 60
     # The text form: one row per job, and the query's cost.
     proc = cockpit(tmp_path, "history", "--since", "30m", "--user", "root", "--state", "failed,timeout")
     assert proc.returncode == 0, proc.stderr
