@@ -80,19 +80,22 @@ class ChangeTracker:
                 if old is not None and old != st:
                     self.recent.appendleft((when, f"node {name}: {old} → {st}", st))
         if self.jobs is not None:
-            old_jobs = self.jobs
-            started = sum(1 for k, j in jobs.items() if j.state == "RUNNING"
-                          and (o := old_jobs.get(k)) is not None and o.state != "RUNNING")
+            old_jobs, started = self.jobs, 0
+            for k, j in jobs.items():  # one pass: jobs that started, jobs that completed (a run time)
+                st = j.state
+                if st == "RUNNING" or st == "COMPLETED":
+                    o = old_jobs.get(k)
+                    if o is not None and o.state != st:
+                        if st == "RUNNING":
+                            started += 1
+                        else:
+                            self.usual.ended(j, when)
             new = sum(1 for k in jobs if k not in old_jobs)
             left = [o for k, o in old_jobs.items() if k not in jobs]
             for o in left:
                 self.gone[o.job_id] = when
                 if o.state == "RUNNING":
                     self.usual.ended(o, when)
-            for k, j in jobs.items():
-                o = old_jobs.get(k)
-                if j.state == "COMPLETED" and o is not None and o.state != "COMPLETED":
-                    self.usual.ended(j, when)
             while len(self.gone) > MAX_GONE:
                 self.gone.popitem(last=False)
             if started or new or left:
@@ -133,7 +136,8 @@ def compute(snap: ClusterSnapshot, tracker: ChangeTracker, fresh: bool, now: flo
     """Everything the Pulse shows; ``fresh``: a new snapshot (fed to the tracker)."""
     if fresh or not tracker.summary:
         tracker.feed(snap, snap.fetched_at or now)
-    suspects = find_suspects(snap.jobs, now, last_output=outputs, telemetry=telemetry, usual=tracker.usual,
+    running = [j for j in snap.jobs if j.state == "RUNNING"]
+    suspects = find_suspects(running, now, last_output=outputs, telemetry=telemetry, usual=tracker.usual,
                              silent_after=silent_after)
     bad = sorted((n for n in snap.nodes if n.is_unavailable or "not_responding" in n.flags),
                  key=lambda n: (-(n.reason_time or 0), n.name))
@@ -146,6 +150,6 @@ def compute(snap: ClusterSnapshot, tracker: ChangeTracker, fresh: bool, now: flo
         changes=tuple(tracker.recent), **tracker.summary,
         suspects=build_table([suspect_row(s) for s in suspects], None, None, False),
         bad_nodes=build_table([bad_node_row(n) for n in bad], None, None, False),
-        extras=extras, candidates=watch_candidates(snap.jobs, watch) if fresh else None,
+        extras=extras, candidates=watch_candidates(running, watch) if fresh else None,
         watch_nodes=suspect_nodes(suspects, silent),
     )

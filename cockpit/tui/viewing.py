@@ -48,7 +48,8 @@ class Viewers:
         return self.app.main.pulse.outputs.get(job_id)
 
     def suspect_evidence(self, job_id: int) -> tuple[str, ...]:
-        row = self.app.main.pulse.suspects.data.rows.get(job_id)
+        data = self.app.main.pulse.latest
+        row = data.suspects.rows.get(job_id) if data is not None else None
         return (row.values[5],) if row is not None else ()
 
     def copy_value(self, value: str, what: str) -> None:

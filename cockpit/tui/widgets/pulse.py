@@ -104,7 +104,7 @@ class PulseView(Vertical):
 
     def show_if_dirty(self) -> None:
         if self._data is not None:
-            self.body.update(self.render_data(self._data))
+            self._show(self._data)
 
     def set_filter(self, text: str) -> str:
         return "the pulse view has no filter; switch to a table view (1-5)"
@@ -129,23 +129,31 @@ class PulseView(Vertical):
         self._data = data
         if data.candidates is not None:
             self.candidates = data.candidates
+        self.extras, self.watch_nodes = data.extras, data.watch_nodes
+        if visible or self.display:
+            self._show(data)  # hidden: shown when the view comes back (show_if_dirty)
+        self.post_message(self.Updated())
+
+    @property
+    def latest(self) -> PulseData | None:
+        """The last computed data, shown or not (what the detail screens read)."""
+        return self._data
+
+    def _show(self, data: PulseData) -> None:
         self._fill(self.suspects, data.suspects)
         self._fill(self.bad, data.bad_nodes)
         n = len(data.suspects.order)
         if n:
-            self.suspects_title.update(Text(f" SUSPECT JOBS ({n})   w why stuck?  enter open  a act",
-                                            no_wrap=True, overflow="ellipsis"))
+            title = f" SUSPECT JOBS ({n})   w why stuck?  enter open  a act"
         else:
-            how = self.watching or f"the output of {len(self.candidates or ())} running job(s) is watched"
-            self.suspects_title.update(Text(f" SUSPECT JOBS: none ({how})", no_wrap=True, overflow="ellipsis"))
-        self.bad_title.update(Text(f" DRAINED / DOWN NODES ({len(data.bad_nodes.order)})" +
-                                   ("   w gpu-xid runbook  a act" if data.bad_nodes.order else ""),
-                                   no_wrap=True, overflow="ellipsis"))
-        self.extras, self.watch_nodes = data.extras, data.watch_nodes
-        if visible or self.display:
-            self.body.update(self.render_data(data))
-            self._first_focus()
-        self.post_message(self.Updated())
+            title = f" SUSPECT JOBS: none ({self.watching or f'the output of {len(self.candidates or ())} running job(s) is watched'})"
+        bad = len(data.bad_nodes.order)
+        # height 1 by CSS: no re-layout of the screen
+        self.suspects_title.update(Text(title, no_wrap=True, overflow="ellipsis"), layout=False)
+        self.bad_title.update(Text(f" DRAINED / DOWN NODES ({bad})" + ("   w gpu-xid runbook  a act" if bad else ""),
+                                   no_wrap=True, overflow="ellipsis"), layout=False)
+        self.body.update(self.render_data(data))
+        self._first_focus()
 
     def _first_focus(self) -> None:
         """Until a key is pressed here, the cursor goes to the first suspect (the output
@@ -163,7 +171,8 @@ class PulseView(Vertical):
 
     def _fill(self, table: VTable, data: TableData) -> None:
         rows = len(data.order)
-        table.display = bool(rows)
+        if table.display != bool(rows):
+            table.display = bool(rows)
         height = min(rows, MAX_ROWS) + 1
         if table.styles.height is None or table.styles.height.value != height:
             table.styles.height = height
