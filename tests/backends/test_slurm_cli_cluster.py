@@ -25,7 +25,7 @@ def backend(cluster):
     return SlurmCliBackend(LocalRunner(env=env), timeout=20)
 
 
-async def _job(backend, job_id, predicate=lambda j: True, timeout=15.0):
+async def _job(backend, job_id, predicate=lambda j: True, timeout=90.0):  # Slurm schedules slower when loaded
     deadline = time.monotonic() + timeout
     while True:
         jobs = {j.job_id: j for j in await backend.fetch_jobs()}

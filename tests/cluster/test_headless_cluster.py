@@ -55,9 +55,10 @@ def test_controller_down_is_one_line_then_recovers(cluster):
     pid = _ctld_pid(cluster)
     os.kill(pid, signal.SIGTERM)
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 120  # an event, not a time: slurmctld has exited (slow when loaded)
         while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
             time.sleep(0.2)
+        assert not Path(f"/proc/{pid}").exists(), "slurmctld did not exit within 120 s of SIGTERM"
         proc = cockpit(cluster, "snapshot", timeout=120)
         assert proc.returncode == 3, (proc.returncode, proc.stderr)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

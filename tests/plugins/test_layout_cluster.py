@@ -34,7 +34,7 @@ def jobs():
         clusterlib.cancel(job_id)
 
 
-async def wait_state(ctx, job_id: str, state: str, timeout: float = 20.0):
+async def wait_state(ctx, job_id: str, state: str, timeout: float = 90.0):  # Slurm schedules slower when loaded
     deadline = time.monotonic() + timeout
     while True:
         job = await ctx.cluster.job(job_id)
