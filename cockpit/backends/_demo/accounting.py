@@ -211,16 +211,41 @@ class DemoScheduling:
         j = self.b._sim.jobs.get(int(job_id.split("_")[0])) if job_id.split("_")[0].isdecimal() else None  # noqa: SLF001
         if j is None:
             raise CommandFailed(["scontrol", "show", "job", job_id], 1, "slurm_load_jobs error: Invalid job id specified")
-        gres = f"gres/gpu:h100:{j.gpus_per_node}" if j.gpus_per_node else ""
-        limit = "UNLIMITED" if not j.time_limit else f"{j.time_limit // 60:02d}:{j.time_limit % 60:02d}:00"
-        return {"JobState": j.state, "Reason": j.reason, "UserId": f"{j.user}(1000)", "Account": j.account,
-                "QOS": j.qos, "Partition": j.partition, "NumNodes": str(j.node_count), "TresPerNode": gres,
-                "ReqTRES": f"cpu={j.cpus_per_node * j.node_count},node={j.node_count},gres/gpu={j.gpus_per_node * j.node_count}",
-                "TimeLimit": limit, "Dependency": f"afterok:{j.depends_on}(unfulfilled)" if j.depends_on else "(null)",
-                "ReqNodeList": ",".join(j.req_nodes) or "(null)", "ExcNodeList": ",".join(j.excluded) or "(null)"}
+        return job_fields(j)
 
     async def start_estimate(self, job_id: str):
         return None, "", _cost("squeue --start", 0)[0]
+
+
+def slurm_duration(seconds: int) -> str:
+    """``7-00:00:00`` / ``02:00:00``, as scontrol prints a time limit or a run time."""
+    days, rest = divmod(max(int(seconds), 0), 86400)
+    return (f"{days}-" if days else "") + f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+
+
+def tres_mem(mb: int) -> str:
+    """Memory as Slurm's TRES strings print it: in the next unit while that keeps it
+    exact to a half (convert_num_unit2's CONVERT_NUM_UNIT_EXACT): 1600000 -> 1562.50G."""
+    num, unit = float(mb), 0
+    while num >= 1024 and int(num) % 512 == 0:
+        num, unit = num / 1024, unit + 1
+    return (f"{int(num)}" if num == int(num) else f"{num:.2f}") + "MGTP"[unit]
+
+
+def job_fields(j: Any) -> dict[str, str]:
+    """The ``scontrol show job`` fields of simulated job ``j`` that the demo's scheduler
+    views read (why-pending) and its ``scontrol show job`` text prints."""
+    gres = f"gres/gpu:h100:{j.gpus_per_node}" if j.gpus_per_node else ""
+    cpus, gpus = j.cpus_per_node * j.node_count, j.gpus_per_node * j.node_count
+    mem = tres_mem(j.mem_per_node * j.node_count)
+    return {"JobState": j.state, "Reason": j.reason, "UserId": f"{j.user}(1000)", "Account": j.account,
+            "QOS": j.qos, "Partition": j.partition, "TresPerNode": gres,
+            # a job not yet placed asks for min-max nodes
+            "NumNodes": str(j.node_count) if j.nodes else f"{j.node_count}-{j.node_count}",
+            "ReqTRES": f"cpu={cpus},mem={mem},node={j.node_count},billing={cpus}" + (f",gres/gpu={gpus}" if gpus else ""),
+            "TimeLimit": slurm_duration(j.time_limit * 60) if j.time_limit else "UNLIMITED",
+            "Dependency": f"afterok:{j.depends_on}(unfulfilled)" if j.depends_on else "(null)",
+            "ReqNodeList": ",".join(j.req_nodes) or "(null)", "ExcNodeList": ",".join(j.excluded) or "(null)"}
 
 
 def demo_accounting(backend: Any) -> DemoAccounting:

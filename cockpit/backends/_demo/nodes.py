@@ -5,11 +5,13 @@ compute-apps queries (cockpit/telemetry, cockpit/core/jobprocs.py),
 ``scontrol listpids`` and ``ps`` (jobprocs), ``stat``/``tail``/``cat`` of a job's
 output (cockpit/remote/filetail.py, the runbooks), ``py-spy dump`` and
 ``/proc/PID/environ`` (the hung-job runbook), ``scontrol write batch_script``,
-the kernel log (dmesg, journalctl -k), the InfiniBand sysfs dump, and the
+the kernel log (dmesg, journalctl -k), the InfiniBand sysfs dump, the
 pre-flight fabric check's ``find -L``/``grep -H -s .`` of /sys/class/infiniband
-and /sys/class/net and ``ibstat`` (_demo/fabric.py). Node ``""``
-is the host where Slurm's commands run: it sees the shared filesystem and
-Slurm, not the nodes' processes or GPUs.
+and /sys/class/net and ``ibstat`` (_demo/fabric.py), and what ``d`` and ``L``
+ask: ``scontrol show job|node|config`` (_demo/describe.py) and the ``tail`` of
+slurmctld's and slurmd's logs (_demo/slurmlogs.py). Node ``""`` is the host
+where Slurm's commands run, the controller: it sees the shared filesystem,
+Slurm and slurmctld's log, not the nodes' processes or GPUs.
 
 Anything else is answered as a failure that says it is not simulated (exit
 127, as a shell says for a missing program): the demo never runs a program.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import time as _time
 from typing import Any
 
-from cockpit.backends._demo import fabric, files, gpus, kernel, procs
+from cockpit.backends._demo import describe, fabric, files, gpus, kernel, procs, slurmlogs
 from cockpit.hostlist import expand
 from cockpit.runner import CommandResult
 
@@ -89,7 +91,7 @@ class NodeAnswers:
             return 0, text.encode(), b""
         if len(args) == 3 and args[:2] == ["show", "hostnames"]:
             return 0, "".join(f"{n}\n" for n in expand(args[2])).encode(), b""
-        return None
+        return describe.scontrol_show(self.sc, args, self.now())
 
     def ps(self, node: str, args: list[str]) -> Answer | None:
         if len(args) != 4 or args[0] != "-o" or args[2] != "-p" or args[1] != "pid=,stat=,etimes=,args=":
@@ -103,6 +105,12 @@ class NodeAnswers:
         return procs.pyspy_dump(self.sc, self._proc(node, int(args[2])), int(args[2]))
 
     # -- files ---------------------------------------------------------------
+    def _file(self, node: str, path: str) -> files.DemoFile | None:
+        """A file on ``node``: the shared filesystem's, or a Slurm daemon's log of that host."""
+        if path.startswith("/var/log/slurm/"):
+            return slurmlogs.log_file(self.sc, node, path, self.now())
+        return self.backend._files.get(path)
+
     def _read(self, node: str, path: str) -> bytes | None:
         if path.startswith("/proc/"):
             parts = path.split("/")
@@ -110,7 +118,7 @@ class NodeAnswers:
                 proc = self._proc(node, int(parts[2]))
                 return None if proc is None else procs.environ(self.sc, node, proc)
             return None
-        f = self.backend._files.get(path)
+        f = self._file(node, path)
         return None if f is None else f.data
 
     def cat(self, node: str, args: list[str]) -> Answer | None:
@@ -148,7 +156,7 @@ class NodeAnswers:
             return None
         out, err, rc = [], b"", 0
         for p in paths:
-            f = None if p.startswith("/proc/") else self.backend._files.get(p)
+            f = None if p.startswith("/proc/") else self._file(node, p)
             if f is None:
                 err, rc = err + f"stat: cannot statx '{p}': No such file or directory\n".encode(), 1
                 continue
