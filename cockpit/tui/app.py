@@ -26,6 +26,7 @@ from typing import Any
 
 from textual.app import App
 from textual.binding import Binding, BindingsMap
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 
 from cockpit.config import Config
@@ -208,7 +209,10 @@ class CockpitApp(App):
             # A screen pushed but not yet composed has no widgets to update; its on_mount reads
             # app.snapshot anyway.
             if screen is not self.main and screen.is_mounted and hasattr(screen, "refresh_snapshot"):
-                screen.refresh_snapshot(message.snapshot)
+                try:
+                    screen.refresh_snapshot(message.snapshot)
+                except NoMatches:  # mounted, its children not (yet, or any more): on_mount reads app.snapshot
+                    pass
         if self._refresh_once:  # r while paused: this was the one poll
             self._refresh_once = False
             self.poller.pause()

@@ -74,6 +74,16 @@ async def test_snapshot_between_push_and_compose_of_a_detail_screen():
             assert app.screen is screen
             await pilot.press("escape")
             await settle(pilot, app)
+        # Mounted, but its widgets not (the window CI hit under load: tests/tui/test_tui_cluster.py):
+        # the snapshot is not for it yet, and the app goes on.
+        screen = JobDetailScreen(101)
+        await app.push_screen(screen)
+        await screen.query_one("#detail-title").remove()
+        app.on_snapshot_updated(SnapshotUpdated(snap, app.poll_status))
+        await settle(pilot, app)
+        assert app.is_running and app.screen is screen
+        await pilot.press("escape")
+        await settle(pilot, app)
         await pilot.press("5", "enter")
         await settle(pilot, app)
         assert "llama-70b" in screen_text(app)  # the detail screen shows the job after all that
