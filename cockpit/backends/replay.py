@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cockpit.backends.slurm_cli import COMMANDS, SlurmCliBackend, Unsupported
 from cockpit.errors import UsageError
+from cockpit.text import truncate
 
 
 class ReplayBackend(SlurmCliBackend):
@@ -14,24 +15,44 @@ class ReplayBackend(SlurmCliBackend):
     cannot_act = "a replay of recorded outputs cannot act on a cluster"
 
     def __init__(self, directory: str) -> None:
+        """Raises UsageError naming the directory when it is not one, holds no
+        recording, or cannot be examined (a name too long, no permission)."""
         super().__init__(runner=None)
-        self.dir = Path(directory).expanduser()
-        if not self.dir.is_dir():
-            raise UsageError(f"--replay: not a directory: {directory}")
-        if not any((self.dir / key).is_file() for key in COMMANDS):
-            raise UsageError(f"--replay: {directory} holds no recorded outputs ({', '.join(COMMANDS)})")
+        shown = truncate(directory, 120)
+        try:
+            self.dir = Path(directory).expanduser()
+            is_dir = self.dir.is_dir()
+            recorded = is_dir and any((self.dir / key).is_file() for key in COMMANDS)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: "~nobody" has no home
+            raise _unreadable(shown, exc) from None
+        if not is_dir:
+            raise UsageError(f"--replay: not a directory: {shown}")
+        if not recorded:
+            raise UsageError(f"--replay: {shown} holds no recorded outputs ({', '.join(COMMANDS)})")
         self.description = f"replay of {self.dir}"
 
     async def _fetch(self, key: str) -> bytes:
         path = self.dir / key
-        if not path.is_file():
+        try:
+            data = path.read_bytes() if path.is_file() else None
+        except OSError as exc:  # unreadable, or removed since the recording was checked
+            raise _unreadable(truncate(str(path), 120), exc) from None
+        if data is None:
             raise Unsupported(list(COMMANDS[key]), 1, f"{key} is not in the recording {self.dir}")
-        return path.read_bytes()
+        return data
 
     async def snapshot(self):
         snap = await super().snapshot()
         # A replay is as old as its recording, not "now".
         from dataclasses import replace
 
-        mtime = max((self.dir / k).stat().st_mtime for k in COMMANDS if (self.dir / k).is_file())
+        try:
+            mtime = max((self.dir / k).stat().st_mtime for k in COMMANDS if (self.dir / k).is_file())
+        except OSError as exc:
+            raise _unreadable(truncate(str(self.dir), 120), exc) from None
         return replace(snap, fetched_at=mtime)
+
+
+def _unreadable(shown: str, exc: Exception) -> UsageError:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return UsageError(f"--replay: cannot read {shown}: {reason}")
