@@ -56,7 +56,7 @@ class SlurmTextScreen(Screen):
         yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.action_reload()
+        self.call_after_refresh(self.action_reload)  # laid out first: lines wrap at the pane's width
 
     def action_reload(self) -> None:
         self.query_one(RichLog).clear()
@@ -67,8 +67,11 @@ class SlurmTextScreen(Screen):
 
     def lines(self, lines: Any, style: str = "") -> None:
         log = self.query_one(RichLog)
+        # Wrapped at the pane's width once it is known (RichLog otherwise measures against
+        # the console's, which is 80 columns in a headless run whatever the screen's size).
+        width = log.scrollable_content_region.width or None
         for line in lines:
-            log.write(Text(sanitize(line), style=style))
+            log.write(Text(sanitize(line), style=style), width=width)
 
     @work(exclusive=True, group="slurmtext")
     async def _load(self) -> None:
@@ -152,9 +155,7 @@ class SlurmLogsScreen(SlurmTextScreen):
             await self.show_log(f"slurmd on {self.node}", slurmd, self.node, probes)
 
     async def show_log(self, label: str, path: str, node: str | None, probes: Any) -> None:
-        log = self.query_one(RichLog)
-        log.write(Text(f"── {label}: {clean(path or '(no log file: it logs to syslog/journald)', 200)}",
-                       style="bold"))
+        self.lines([f"── {label}: {clean(path or '(no log file: it logs to syslog/journald)', 200)}"], "bold")
         if not path:
             return
         if node is None and not self.app.simulated and not self.app.config.general.host:
