@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cockpit.core.actions import Actions, Outcome, Plan, build_custom_plan, build_plan, build_submit_plan
+from cockpit.core.joblog import resolve_path
 from cockpit.errors import CockpitError, CommandFailed
 from cockpit.models import Job, Node, Partition, Topology
 
@@ -48,6 +49,9 @@ class BackendCluster:
             return await read(job_id)
         job = await self.job(job_id)
         return ("GONE", "") if job is None else (job.state, job.reason)
+
+    async def job_output(self, job: Job, *, stderr: bool = False) -> str:
+        return await resolve_path(job, self._backend, stderr=stderr)
 
     async def partitions(self) -> tuple[Partition, ...]:
         return await self._backend.fetch_partitions()

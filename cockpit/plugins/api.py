@@ -51,7 +51,7 @@ from cockpit.core.actions import (
     expand_nodes,
 )
 from cockpit.core.audit import read_audit
-from cockpit.core.joblog import JobLogError, path_for, sanitize
+from cockpit.core.joblog import JobLogError, sanitize
 from cockpit.core.jobprocs import JobProcess, node_processes
 from cockpit.errors import (
     BackendError,
@@ -176,6 +176,13 @@ class ClusterReader(Protocol):
 
     async def job_state(self, job_id: int | str) -> tuple[str, str]:
         """(state, reason); ("GONE", "") once the job has left Slurm's memory."""
+        ...
+
+    async def job_output(self, job: Job, *, stderr: bool = False) -> str:
+        """The path the job writes its stdout (stderr) to, as Slurm resolves it: a
+        "/dev/null" from ``squeue --json`` (Slurm 22.05, ``sbatch`` without ``-o``) is
+        checked with ``scontrol show job``. Raises JobLogError for a job that writes
+        nowhere or whose path cannot be trusted."""
         ...
 
     async def partitions(self) -> tuple[Partition, ...]: ...
@@ -328,6 +335,6 @@ __all__ = [
     "JobGpus", "JobLogError", "JobProcess", "KeySpec", "Node", "NodeProbes", "Outcome", "Partition",
     "ParseError", "Plan", "Plugin", "ProbeOutput", "ReadOnlyError", "Severity", "SlurmJobs", "Step",
     "TargetResult", "Topology", "UsageError", "check_job_id", "collapse", "config_home", "data_home",
-    "expand", "expand_nodes", "node_processes", "parse_query_gpu", "path_for", "query_argv", "read_audit",
+    "expand", "expand_nodes", "node_processes", "parse_query_gpu", "query_argv", "read_audit",
     "sanitize", "verdict", "worst",
 ]

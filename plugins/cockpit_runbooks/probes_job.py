@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from cockpit.plugins.api import CockpitError, JobLogError, path_for, sanitize
+from cockpit.plugins.api import CockpitError, JobLogError, sanitize
 
 from . import pyspy, watchdog
 from .context import ProbeResult, RunContext, run_on_node, run_on_slurm_host
@@ -32,14 +32,19 @@ async def find_job(rc: RunContext) -> Any:
     return j
 
 
-def _log_paths(job: Any) -> list[str]:
-    paths = []
+async def _log_paths(rc: RunContext, job: Any) -> tuple[list[str], list[str]]:
+    """(paths, why_not): the job's stdout/stderr as Slurm resolves them (a "/dev/null"
+    from squeue is checked with scontrol, see ClusterReader.job_output), and why a
+    stream has no readable path."""
+    paths, why_not = [], []
     for err in (False, True):
         try:
-            paths.append(path_for(job, stderr=err))
-        except JobLogError:
-            pass
-    return list(dict.fromkeys(paths))
+            paths.append(await rc.ctx.cluster.job_output(job, stderr=err))
+        except JobLogError as exc:
+            why_not.append(str(exc))
+        except CockpitError as exc:
+            why_not.append(f"cannot ask Slurm for the job's {'stderr' if err else 'stdout'} path: {exc}")
+    return list(dict.fromkeys(paths)), list(dict.fromkeys(why_not))
 
 
 async def _here_or_on_node(rc: RunContext, job: Any, argv: list[str]):
@@ -64,7 +69,6 @@ async def job_progress(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     stale = float(args.get("stale_after_s", rc.config.get("stale_after_s", 600)))
     rc.live("progress (the age of the job's last output line)")
     job = await find_job(rc)
-    paths = _log_paths(job) if job else []
     if job is None:
         res.add("UNKNOWN", "job.unknown", f"job {rc.job_id} is not in the queue", "nothing to judge progress on")
         return res
@@ -76,9 +80,11 @@ async def job_progress(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
         if job.state != "RUNNING":
             res.add("WARN", "job.not_running", f"job {job.job_id} is {job.state}, not RUNNING", job.reason)
             return res
+    paths, why_not = await _log_paths(rc, job)
     mtimes = [m for m in [await _mtime(rc, p, job) for p in paths] if m is not None]
     if not mtimes:
-        res.add("UNKNOWN", "progress.unknown", "no readable stdout/stderr to judge progress", ", ".join(paths))
+        res.add("UNKNOWN", "progress.unknown", "no readable stdout/stderr to judge progress",
+                "; ".join([", ".join(paths)] * bool(paths) + why_not))
         return res
     age = int(now - max(mtimes))
     res.facts.update(log_age_s=age)
@@ -106,7 +112,7 @@ async def _read_logs(rc: RunContext, job: Any) -> dict[str, str]:
         return out
     rc.live("the job's output files")
     texts = {}
-    for p in _log_paths(job) if job else []:
+    for p in (await _log_paths(rc, job))[0] if job else []:
         res = await _here_or_on_node(rc, job, ["tail", "-c", str(_TAIL_BYTES), "--", p])
         if res.ok:
             texts[p] = res.text

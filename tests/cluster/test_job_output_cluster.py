@@ -11,6 +11,7 @@ field, so they hold on 22.05 here and on 24.11 in the Debian 13 chroot run.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -140,5 +141,25 @@ def test_output_to_dev_null_says_so(cluster, workdir):
         proc = cockpit(cluster, "job", "tail", job)
         assert proc.returncode != 0
         assert "/dev/null" in proc.stderr and "root:" not in proc.stdout
+    finally:
+        cancel(job)
+
+
+@pytest.mark.parametrize("flags", [(), ("--output=%x-%j.out",)], ids=["default", "pattern"])
+def test_hung_job_runbook_judges_progress_on_the_real_output_file(cluster, workdir, flags):
+    """The runbook's progress probe asks Slurm where the job writes (22.05's squeue says
+    /dev/null for a job without -o; scontrol names slurm-ID.out): the file is found and
+    judged, not reported as 'no readable stdout/stderr'."""
+    tag = f"hello-rb-{uuid.uuid4().hex[:6]}"
+    job = sbatch("--job-name=rbout", *flags, wrap=f"echo {tag}; sleep 120", workdir=workdir)
+    name = f"rbout-{job}.out" if flags else f"slurm-{job}.out"
+    try:
+        wait_file(workdir / name, tag)
+        proc = cockpit(cluster, "runbook", "run", "hung-job", "--job", job, "--stale-after", "3600", "--json")
+        rep = json.loads(proc.stdout)
+        (progress,) = [s for s in rep["steps"] if s["id"] == "progress"]
+        codes = [f["rule"] for f in progress["findings"]]
+        assert codes == ["progress.ok"], progress
+        assert any(name in line for line in progress["evidence"]), progress
     finally:
         cancel(job)
