@@ -39,21 +39,20 @@ import asyncio
 import os
 import pickle
 import select
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, BinaryIO
 
+from cockpit.backends._workerproc import (
+    LEN, WorkerProcess, read_length, read_payload, receive, serve_stdio, write_frame,
+)
 from cockpit.errors import CockpitError, CommandFailed, CommandNotFound, CommandTimeout, ParseError
 from cockpit.runner import widen_pipe
 
-_LEN = 8
 _ABORT = (1 << 64) - 1  # a data-frame length meaning "the source failed: drop this request"
 _DATA_FRAME = 1 << 20
-_THREAD_LOADS = 64 * 1024  # unpickle bigger answers off the event loop
 
 
 class WorkerFailed(CockpitError):
@@ -76,27 +75,16 @@ class _SourceFailed(Exception):
 
 
 # -- worker side ----------------------------------------------------------------
-def _read_exact(inp: BinaryIO, n: int) -> bytes | None:
-    data = inp.read(n)
-    return data if data is not None and len(data) == n else None
-
-
 _ABORTED = b"<aborted>"  # returned by identity, never compared by value
 
 
 def _read_frame(inp: BinaryIO) -> bytes | None:
-    head = _read_exact(inp, _LEN)
-    if head is None:
+    n = read_length(inp)
+    if n is None:
         return None
-    n = int.from_bytes(head, "little")
     if n == _ABORT:
         return _ABORTED
-    return _read_exact(inp, n) if n else b""
-
-
-def _write_frame(out: BinaryIO, payload: bytes) -> None:
-    out.write(len(payload).to_bytes(_LEN, "little"))
-    out.write(payload)
+    return read_payload(inp, n)
 
 
 class _InputEnded(Exception):
@@ -174,7 +162,7 @@ def _command_output(run: tuple, out: BinaryIO) -> Generator[bytes, None, None]:
         err = errfile.read().decode("utf-8", "replace")
         if rc != 0:
             raise _CommandProblem(("cmd", "exit", rc, err))
-        _write_frame(out, pickle.dumps(("ran", err, size)))
+        write_frame(out, pickle.dumps(("ran", err, size)))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -207,21 +195,21 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         differ = differs[key]
         try:
             for delta in differ.feed_stream(chunks, reset):
-                _write_frame(out, dumps(("delta", delta)))
+                write_frame(out, dumps(("delta", delta)))
                 out.flush()
         except _InputEnded:
             return
         except _Aborted:
-            _write_frame(out, dumps(("aborted",)))
+            write_frame(out, dumps(("aborted",)))
         except _CommandProblem as problem:
-            _write_frame(out, dumps(problem.msg))
+            write_frame(out, dumps(problem.msg))
         except ParseError as exc:
-            _write_frame(out, dumps(("error", exc.source, exc.detail)))
+            write_frame(out, dumps(("error", exc.source, exc.detail)))
             if not _drain(chunks, run):
                 return
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which falls back
             differs.pop(key, None)
-            _write_frame(out, dumps(("crash", f"{type(exc).__name__}: {exc}")))
+            write_frame(out, dumps(("crash", f"{type(exc).__name__}: {exc}")))
             if not _drain(chunks, run):
                 return
         out.flush()
@@ -244,52 +232,28 @@ def _drain(chunks: Generator[bytes, None, None], run: Any) -> bool:
 
 
 # -- parent side ----------------------------------------------------------------
-class ParseWorker:
+class ParseWorker(WorkerProcess):
     """One worker process; requests are served one at a time, in order.
 
     Raises WorkerFailed when the process cannot be used (the caller then parses
     in-process) and ParseError for output the parser rejects.
     """
 
-    def __init__(self, python: str | None = None) -> None:
-        self.python = python or sys.executable
-        self._proc: asyncio.subprocess.Process | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock: asyncio.Lock | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.returncode is None
+    module = "cockpit.backends.parseproc"
+    name = "parse worker"
+    failure = WorkerFailed
 
     async def _ensure(self) -> asyncio.subprocess.Process:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:  # a new event loop (tests, a second asyncio.run)
-            self.kill()
-            self._loop, self._lock = loop, asyncio.Lock()
+        self._follow_loop()
         if self.running:
             return self._proc  # type: ignore[return-value]
         if self._proc is not None:  # it exited by itself (we forget the ones we kill)
             code, self._proc = self._proc.returncode, None
             raise WorkerFailed(f"parse worker exited (status {code})")
-        env = dict(os.environ)
-        # the worker imports cockpit from wherever this process did
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        try:
-            self._proc = await asyncio.create_subprocess_exec(
-                self.python, "-m", "cockpit.backends.parseproc",
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL, env=env,
-            )
-        except OSError as exc:
-            raise WorkerFailed(f"cannot start the parse worker: {exc}") from None
-        widen_pipe(self._proc.stdin.transport)
-        widen_pipe(self._proc._transport.get_pipe_transport(1))  # noqa: SLF001 - its stdout pipe
-        return self._proc
+        proc = await self._start(dict(os.environ))
+        widen_pipe(proc.stdin.transport)
+        widen_pipe(proc._transport.get_pipe_transport(1))  # noqa: SLF001 - its stdout pipe
+        return proc
 
     async def parse(self, kind: str, fmt: str, source: str, data: Any, reset: bool = False,
                     run: tuple | None = None, on_ran: Callable[[str, int], None] | None = None,
@@ -319,15 +283,15 @@ class ParseWorker:
             finished = False
             sending: asyncio.Future | None = None
             try:
-                header = pickle.dumps((kind, fmt, source, reset) + ((run,) if run is not None else ()))
-                proc.stdin.write(len(header).to_bytes(_LEN, "little") + header)
+                header = (kind, fmt, source, reset) + ((run,) if run is not None else ())
+                write_frame(proc.stdin, pickle.dumps(header))
                 if run is None:
                     holder = data if isinstance(data, list) else [data] if isinstance(data, bytes) else data
                     sending = asyncio.ensure_future(self._send(proc, holder))
                 else:
                     await proc.stdin.drain()
                 while True:
-                    msg = await self._receive(proc)
+                    msg = await receive(proc)
                     tag = msg[0]
                     if tag == "ran":
                         if on_ran is not None:
@@ -376,11 +340,9 @@ class ParseWorker:
             return
         view = memoryview(holder[0])
         for i in range(0, len(view), _DATA_FRAME):
-            part = view[i:i + _DATA_FRAME]
-            w.write(len(part).to_bytes(_LEN, "little"))
-            w.write(part)
+            write_frame(w, view[i:i + _DATA_FRAME])
             await w.drain()  # bounded buffering: never a second copy of the whole output
-        w.write(bytes(_LEN))
+        write_frame(w, b"")
         await w.drain()
         view.release()
         holder.clear()
@@ -388,59 +350,19 @@ class ParseWorker:
     async def _send_stream(self, w: Any, chunks: Any) -> None:
         try:
             async for part in chunks:
-                w.write(len(part).to_bytes(_LEN, "little"))
-                w.write(part)
+                write_frame(w, part)
                 await w.drain()
         except (CockpitError, OSError, asyncio.TimeoutError) as exc:
-            w.write(_ABORT.to_bytes(_LEN, "little"))
+            w.write(_ABORT.to_bytes(LEN, "little"))
             await w.drain()
             raise _SourceFailed(exc) from None
-        w.write(bytes(_LEN))
+        write_frame(w, b"")
         await w.drain()
-
-    async def _receive(self, proc: Any) -> tuple:
-        r = proc.stdout
-        n = int.from_bytes(await r.readexactly(_LEN), "little")
-        payload = await r.readexactly(n)
-        if n > _THREAD_LOADS:
-            return await asyncio.to_thread(pickle.loads, payload)
-        return pickle.loads(payload)
-
-    def kill(self) -> None:
-        """Stop the worker now (by its pid); the next parse starts a new one."""
-        proc, self._proc = self._proc, None
-        if proc is None or proc.returncode is not None:
-            return
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    async def close(self) -> None:
-        """Ask the worker to exit (EOF), killing it if it does not within a second."""
-        proc = self._proc
-        if proc is None or proc.returncode is not None or self._loop is not asyncio.get_running_loop():
-            self.kill()
-            return
-        try:
-            proc.stdin.close()
-            await asyncio.wait_for(proc.wait(), 1.0)
-        except (asyncio.TimeoutError, OSError):
-            self.kill()
-        self._proc = None
 
 
 def main() -> None:
-    # SIGINT goes to the whole foreground process group on Ctrl-C: the parent decides.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:  # background work: when the two compete for a core, the UI process goes first
-        os.nice(5)
-    except OSError:
-        pass
-    try:
-        serve(sys.stdin.buffer, sys.stdout.buffer)
-    except (BrokenPipeError, KeyboardInterrupt):
-        pass
+    # background work: when the two compete for a core, the UI process goes first
+    serve_stdio(serve, nice=5)
 
 
 if __name__ == "__main__":

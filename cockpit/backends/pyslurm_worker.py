@@ -25,14 +25,12 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
-import signal
-import sys
 from collections.abc import AsyncIterator
 from typing import Any, BinaryIO
 
+from cockpit.backends._workerproc import WorkerProcess, read_frame, receive, serve_stdio, write_frame
 from cockpit.errors import CockpitError, ParseError
 
-_LEN = 8
 STREAMS = ("jobs", "nodes")
 OPS = ("info", "version", "jobs", "nodes", "partitions", "job_state", "act")
 
@@ -50,20 +48,10 @@ class Failed(CockpitError):
 
 
 # -- worker side ------------------------------------------------------------------
-def _read_frame(inp: BinaryIO) -> bytes | None:
-    head = inp.read(_LEN)
-    if not head or len(head) < _LEN:
-        return None
-    n = int.from_bytes(head, "little")
-    data = inp.read(n) if n else b""
-    return data if data is not None and len(data) == n else None
-
-
 def _write(out: BinaryIO, msg: tuple) -> None:
     from cockpit.backends.slurm_delta import dumps
 
-    payload = dumps(msg)
-    out.write(len(payload).to_bytes(_LEN, "little") + payload)
+    write_frame(out, dumps(msg))
 
 
 def answer(source: Any, request: tuple, out: BinaryIO) -> None:
@@ -93,7 +81,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 
     source = Source()
     while True:
-        frame = _read_frame(inp)
+        frame = read_frame(inp)
         if frame is None:
             return
         answer(source, pickle.loads(frame), out)
@@ -109,59 +97,35 @@ def _raise_for(msg: tuple) -> None:
     raise WorkerFailed(f"pyslurm worker failed: {msg[1] if len(msg) > 1 else msg[0]}")
 
 
-class PyslurmWorker:
+class PyslurmWorker(WorkerProcess):
     """One worker process; requests are answered one at a time, in order.
 
     ``env``: extra environment for the worker (on top of this process's).
     Raises WorkerFailed when the process cannot be used, Failed for a pyslurm
     call that failed in it, ParseError for data it could not map."""
 
+    module = "cockpit.backends.pyslurm_worker"
+    name = "pyslurm worker"
+    failure = WorkerFailed
+
     def __init__(self, env: dict[str, str] | None = None, python: str | None = None) -> None:
+        super().__init__(python)
         self.env = dict(env or {})
-        self.python = python or sys.executable
-        self._proc: asyncio.subprocess.Process | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock: asyncio.Lock | None = None
         self.starts = 0  # processes started (a restart after a crash counts)
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
     async def _ensure(self) -> asyncio.subprocess.Process:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:  # a new event loop (tests, a second asyncio.run)
-            self.kill()
-            self._loop, self._lock = loop, asyncio.Lock()
-        if self._proc is not None and self._proc.returncode is None:
-            return self._proc
-        env = dict(os.environ, **self.env)
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        try:
-            self._proc = await asyncio.create_subprocess_exec(
-                self.python, "-m", "cockpit.backends.pyslurm_worker",
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL, env=env,
-            )
-        except OSError as exc:
-            raise WorkerFailed(f"cannot start the pyslurm worker: {exc}") from None
+        self._follow_loop()
+        if self.running:
+            return self._proc  # type: ignore[return-value]
+        proc = await self._start(dict(os.environ, **self.env))
         self.starts += 1
-        return self._proc
+        return proc
 
     async def _send(self, request: tuple) -> asyncio.subprocess.Process:
         proc = await self._ensure()
-        payload = pickle.dumps(request)
-        proc.stdin.write(len(payload).to_bytes(_LEN, "little") + payload)  # type: ignore[union-attr]
+        write_frame(proc.stdin, pickle.dumps(request))
         await proc.stdin.drain()  # type: ignore[union-attr]
         return proc
-
-    async def _receive(self, proc: Any) -> tuple:
-        n = int.from_bytes(await proc.stdout.readexactly(_LEN), "little")
-        payload = await proc.stdout.readexactly(n)
-        if n > 64 * 1024:  # 1000 jobs: unpickled off the event loop
-            return await asyncio.to_thread(pickle.loads, payload)
-        return pickle.loads(payload)
 
     async def call(self, op: str, *args: Any) -> Any:
         """One request answered by one value."""
@@ -181,7 +145,7 @@ class PyslurmWorker:
             try:
                 proc = await self._send(request)
                 while True:
-                    msg = await self._receive(proc)
+                    msg = await receive(proc)
                     if msg[0] == "delta":
                         finished = msg[1].done
                         yield msg[1]
@@ -200,29 +164,6 @@ class PyslurmWorker:
             finally:
                 if not finished:
                     self.kill()  # its state is unknown now: the next request starts a new one
-
-    def kill(self) -> None:
-        """Stop the worker now (by its pid); the next request starts a new one."""
-        proc, self._proc = self._proc, None
-        if proc is None or proc.returncode is not None:
-            return
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    async def close(self) -> None:
-        """Ask the worker to exit (EOF), killing it if it does not within a second."""
-        proc = self._proc
-        if proc is None or proc.returncode is not None or self._loop is not asyncio.get_running_loop():
-            self.kill()
-            return
-        try:
-            proc.stdin.close()  # type: ignore[union-attr]
-            await asyncio.wait_for(proc.wait(), 1.0)
-        except (asyncio.TimeoutError, OSError):
-            self.kill()
-        self._proc = None
 
 
 class ThreadWorker:
@@ -274,12 +215,7 @@ class ThreadWorker:
 
 
 def main() -> None:
-    # SIGINT goes to the whole foreground process group on Ctrl-C: the parent decides.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        serve(sys.stdin.buffer, sys.stdout.buffer)
-    except (BrokenPipeError, KeyboardInterrupt):
-        pass
+    serve_stdio(serve)
 
 
 if __name__ == "__main__":
