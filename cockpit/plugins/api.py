@@ -20,7 +20,8 @@ typed capability built by cockpit for the session's backend:
 * ``probes``: run **read-only** commands on nodes (SSH or srun fan-out, or the
   demo's simulated nodes); a command that would change state is refused;
 * ``jobs``: submit a batch job, follow it, read its output, cancel it: the
-  submission and the cancel are actions of the gate;
+  submission and the cancel are actions of the gate (:class:`Placement` and
+  :func:`sbatch_header` write a script's #SBATCH lines, values validated);
 * ``actions``: plan an action and hand the plan to the gate, which shows the
   exact argv, asks (TUI dialog, or ``--yes`` headless), refuses in read-only
   mode, audits one line per target and reads the target back.
@@ -53,6 +54,7 @@ from cockpit.core.actions import (
 from cockpit.core.audit import read_audit
 from cockpit.core.joblog import JobLogError, sanitize
 from cockpit.core.jobprocs import JobProcess, node_processes
+from cockpit.core.sbatch import TERMINAL_STATES, JobOutcome, Placement, sbatch_header, sbatch_value
 from cockpit.errors import (
     BackendError,
     CockpitError,
@@ -332,9 +334,10 @@ __all__ = [
     "ACTION_NAMES", "NOT_APPLICABLE", "VERDICT_ORDER", "ActionGate", "ActionSpec", "BackendError", "Check", "CheckContext", "CheckResult", "ClusterReader",
     "ClusterSnapshot", "CockpitError", "CommandFailed", "CommandResult", "CommandTimeout",
     "ConfigError", "ConfigKey", "ConfirmationNeeded", "Declined", "Finding", "GpuTelemetry", "Job",
-    "JobGpus", "JobLogError", "JobProcess", "KeySpec", "Node", "NodeProbes", "Outcome", "Partition",
-    "ParseError", "Plan", "Plugin", "ProbeOutput", "ReadOnlyError", "Severity", "SlurmJobs", "Step",
-    "TargetResult", "Topology", "UsageError", "check_job_id", "collapse", "config_home", "data_home",
-    "expand", "expand_nodes", "node_processes", "parse_query_gpu", "query_argv", "read_audit",
-    "sanitize", "verdict", "worst",
+    "JobGpus", "JobLogError", "JobOutcome", "JobProcess", "KeySpec", "Node", "NodeProbes", "Outcome",
+    "Partition", "ParseError", "Placement", "Plan", "Plugin", "ProbeOutput", "ReadOnlyError", "Severity",
+    "SlurmJobs", "Step", "TERMINAL_STATES", "TargetResult", "Topology", "UsageError", "check_job_id",
+    "collapse", "config_home", "data_home", "expand", "expand_nodes", "node_processes",
+    "parse_query_gpu", "query_argv", "read_audit", "sanitize", "sbatch_header", "sbatch_value",
+    "verdict", "worst",
 ]

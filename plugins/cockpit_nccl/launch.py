@@ -13,24 +13,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from cockpit.plugins.api import CommandFailed, CommandTimeout
-
-# Job states after which nothing more will be written.
-TERMINAL = frozenset({
-    "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
-    "PREEMPTED", "BOOT_FAIL", "DEADLINE", "GONE",
-})
-
-
-@dataclass(frozen=True)
-class JobOutcome:
-    job_id: int
-    state: str
-    output: str
-    output_path: str
-    elapsed: float
+from cockpit.plugins.api import TERMINAL_STATES, CommandFailed, CommandTimeout, JobOutcome
 
 
 async def cancel(jobs, job_id: int, why: str) -> None:
@@ -61,7 +45,7 @@ async def follow(jobs, job_id: int, progress: Callable[[str], None], *, poll: fl
                 why = f" ({reason})" if reason and reason != "None" else ""
                 progress(f"job {job_id}: {state.lower()}{why}")
                 last = now
-            if state in TERMINAL:
+            if state in TERMINAL_STATES:
                 return state
             if time.monotonic() - start > timeout:
                 await cancel(jobs, job_id, f"still {state} after the check's {timeout:g} s limit")

@@ -19,8 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cockpit.plugins.api import UsageError
-from cockpit.plugins.api import collapse, expand
+from cockpit.plugins.api import Placement, UsageError, expand, sbatch_header
 
 TORCH_BENCH = Path(__file__).with_name("torch_bench.py")
 # NCCL variables worth carrying from the operator's environment or config into the job.
@@ -30,38 +29,7 @@ NCCL_PASSTHROUGH = (
     "NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE", "NCCL_TESTS_SPLIT",
     "NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_MIN_BW", "NCCL_CROSS_NIC", "NCCL_MIN_NCHANNELS",
 )
-_SAFE = re.compile(r"^[A-Za-z0-9_.,:@%/+=\[\]-]+$")
 _ENV_NAME = re.compile(r"^(NCCL|GLOO|TORCH|UCX|OMPI|PMIX|FI)_[A-Z0-9_]+$")
-
-
-def _safe(what: str, value: str) -> str:
-    if not value or not _SAFE.match(value):
-        raise UsageError(f"bad {what} {value!r}: only letters, digits and ._,:@%/+=[]- allowed")
-    return value
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where the job runs: a node list, or a node count in a partition/reservation."""
-
-    nodes: tuple[str, ...] = ()
-    partition: str | None = None
-    reservation: str | None = None
-    num_nodes: int | None = None
-
-    @property
-    def count(self) -> int:
-        return len(self.nodes) if self.nodes else (self.num_nodes or 1)
-
-    def directives(self) -> list[str]:
-        out = [f"--nodes={self.count}"]
-        if self.nodes:
-            out.append(f"--nodelist={_safe('node list', collapse(self.nodes))}")
-        if self.partition:
-            out.append(f"--partition={_safe('partition', self.partition)}")
-        if self.reservation:
-            out.append(f"--reservation={_safe('reservation', self.reservation)}")
-        return out
 
 
 @dataclass(frozen=True)
@@ -112,15 +80,8 @@ def env_passthrough(environ: Mapping[str, str], extra: Mapping[str, str] | None 
 
 
 def _header(job: JobSpec, tasks_per_node: int, gpus_per_node: int) -> list[str]:
-    lines = ["#!/bin/bash", f"#SBATCH --job-name={_safe('job name', job.job_name)}"]
-    lines += [f"#SBATCH {d}" for d in job.placement.directives()]
-    lines.append(f"#SBATCH --ntasks-per-node={int(tasks_per_node)}")
-    if gpus_per_node:
-        lines.append(f"#SBATCH --gpus-per-node={int(gpus_per_node)}")
-    if job.exclusive:
-        lines.append("#SBATCH --exclusive")
-    lines.append(f"#SBATCH --time={_safe('time limit', job.time_limit)}")
-    lines.append(f"#SBATCH --output={_safe('output path', job.output)}")
+    lines = sbatch_header(job.job_name, job.placement, job.output, job.time_limit, job.exclusive,
+                          tasks_per_node=tasks_per_node, gpus_per_node=gpus_per_node)
     lines.append("set -u")
     lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(job.env.items())]
     return lines

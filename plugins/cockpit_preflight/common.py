@@ -23,48 +23,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from cockpit.plugins.api import CommandFailed, CommandTimeout, ParseError, UsageError, collapse, expand, sanitize
+from cockpit.plugins.api import (
+    TERMINAL_STATES, CommandFailed, CommandTimeout, JobOutcome, ParseError, Placement, UsageError,
+    collapse, expand, sanitize, sbatch_header,
+)
+from cockpit.plugins.api import sbatch_value as safe  # the checks validate their own values with it
 
-TERMINAL = frozenset({
-    "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
-    "PREEMPTED", "BOOT_FAIL", "DEADLINE", "GONE",
-})
-_SAFE = re.compile(r"^[A-Za-z0-9_.,:@%/+=\[\]-]+$")
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
 _MARK = re.compile(r"^@@(preflight|begin|end|error)\b\s*(.*)$")
 _KV = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)=(\S*)")
-
-
-def safe(what: str, value: str) -> str:
-    """``value`` if it may stand in an #SBATCH line; raises UsageError naming it otherwise."""
-    if not value or not _SAFE.match(value):
-        raise UsageError(f"bad {what} {value!r}: only letters, digits and ._,:@%/+=[]- allowed")
-    return value
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where a job runs: a node list, or the nodes of a partition/reservation."""
-
-    nodes: tuple[str, ...] = ()
-    partition: str | None = None
-    reservation: str | None = None
-    num_nodes: int | None = None
-
-    @property
-    def where(self) -> str:
-        return collapse(self.nodes) or (f"partition {self.partition}" if self.partition else
-                                         f"reservation {self.reservation}")
-
-    def directives(self) -> list[str]:
-        out = [f"--nodes={len(self.nodes) or self.num_nodes or 1}"]
-        if self.nodes:
-            out.append(f"--nodelist={safe('node list', collapse(self.nodes))}")
-        if self.partition:
-            out.append(f"--partition={safe('partition', self.partition)}")
-        if self.reservation:
-            out.append(f"--reservation={safe('reservation', self.reservation)}")
-        return out
 
 
 def placement(nodes: str | None, partition: str | None, reservation: str | None,
@@ -80,31 +47,16 @@ def placement(nodes: str | None, partition: str | None, reservation: str | None,
 
 def header(name: str, place: Placement, output: str, time_limit: str, exclusive: bool,
            gpus_per_node: int = 0) -> list[str]:
-    lines = ["#!/bin/bash", f"#SBATCH --job-name={safe('job name', name)}"]
-    lines += [f"#SBATCH {d}" for d in place.directives()]
-    lines.append("#SBATCH --ntasks-per-node=1")
-    if gpus_per_node:
-        lines.append(f"#SBATCH --gpus-per-node={int(gpus_per_node)}")
-    if exclusive:
-        lines.append("#SBATCH --exclusive")
-    lines += [f"#SBATCH --time={safe('time limit', time_limit)}", f"#SBATCH --output={safe('output path', output)}",
-              "set -u", "export LC_ALL=C"]
-    return lines
+    """A pre-flight script's first lines: one task per node. Raises UsageError for a
+    value that may not stand in an #SBATCH line."""
+    lines = sbatch_header(name, place, output, time_limit, exclusive, gpus_per_node=gpus_per_node)
+    return lines + ["set -u", "export LC_ALL=C"]
 
 
 def srun_line(node_script: str, args: Sequence[str]) -> str:
     """One task per node running ``node_script`` with ``args`` as $1.. (all quoted)."""
     return shlex.join(["srun", "--ntasks-per-node=1", "--label", "bash", "-c", node_script,
                        "cockpit-preflight", *[str(a) for a in args]])
-
-
-@dataclass(frozen=True)
-class JobOutcome:
-    job_id: int
-    state: str
-    output: str
-    output_path: str
-    elapsed: float
 
 
 async def run_job(jobs, script: str, output_template: str, progress: Callable[[str], None], *, where: str,
@@ -144,7 +96,7 @@ async def _follow(jobs, job_id: int, progress: Callable[[str], None], poll: floa
                 why = f" ({now[1]})" if now[1] and now[1] != "None" else ""
                 progress(f"job {job_id}: {now[0].lower()}{why}")
                 last = now
-            if now[0] in TERMINAL:
+            if now[0] in TERMINAL_STATES:
                 return now[0]
             if time.monotonic() - start > timeout:
                 await jobs.cancel(job_id, f"still {now[0]} after the check's {timeout:g} s limit")
