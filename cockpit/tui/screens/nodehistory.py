@@ -10,16 +10,12 @@ import time
 from rich.table import Table
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
-from cockpit.errors import CockpitError
 from cockpit.text import clean
 from cockpit.tui.rows import duration
-from cockpit.tui.widgets.crumbs import Breadcrumb
+from cockpit.tui.screens.acctwindow import AccountingWindowScreen
 
 
 def _when(t) -> str:
@@ -49,15 +45,16 @@ def history_renderables(h, now: float) -> list:
             Text("\n" + "; ".join(c.describe() for c in h.costs), style="dim")]
 
 
-class NodeHistoryScreen(Screen):
+class NodeHistoryScreen(AccountingWindowScreen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="nodehistory.back"),
                 Binding("1", "window('14d')", "14 d", id="nodehistory.14d"),
                 Binding("2", "window('30d')", "30 d", id="nodehistory.30d")]
     DEFAULT_CSS = "NodeHistoryScreen #nh-title { background: $panel; text-style: bold; height: 1; }"
+    title_id, status_id = "nh-title", "nh-body"
 
     def __init__(self, node: str, window: str = "14d") -> None:
-        super().__init__()
-        self.node, self.window = node, window
+        super().__init__(window)
+        self.node = node
 
     @property
     def crumb(self) -> str:
@@ -66,35 +63,15 @@ class NodeHistoryScreen(Screen):
     def targets(self) -> tuple[str, tuple[str, ...]]:
         return "node", (self.node,)
 
-    def compose(self) -> ComposeResult:
-        yield Breadcrumb()
-        yield Static("", id="nh-title")
-        with VerticalScroll():
-            yield Static(Text("asking accounting …", style="dim"), id="nh-body")
-        yield Footer(show_command_palette=False)
-
-    def on_mount(self) -> None:
-        self.load()
-
-    def action_window(self, window: str) -> None:
-        self.window = window
-        self.load()
-
     @work(exclusive=True, group="node-history")
     async def load(self) -> None:
         from rich.console import Group
 
-        from cockpit.core.accounting import parse_since, require_accounting
         from cockpit.core.nodehistory import node_history
 
-        self.query_one("#nh-title", Static).update(Text(f" {clean(self.node, 60)}: events, last {self.window} (1/2: 14/30 d)"))
-        body = self.query_one("#nh-body", Static)
-        now = self.app.clock()
-        try:
-            acct = await require_accounting(self.app.backend)
-            h = await node_history(acct, self.node, parse_since(self.window, now), now)
-        except CockpitError as exc:
-            body.update(Text(clean(str(exc), 300), style="bold"))
-            return
-        body.update(Group(*history_renderables(h, now)))
+        answer = await self.ask(f" {clean(self.node, 60)}: events, last {self.window} (1/2: 14/30 d)",
+                                lambda acct, since, now: node_history(acct, self.node, since, now))
+        if answer is not None:
+            h, now = answer
+            self.query_one("#nh-body", Static).update(Group(*history_renderables(h, now)))
 

@@ -12,14 +12,11 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from cockpit.errors import CockpitError
 from cockpit.text import clean
-from cockpit.tui.widgets.crumbs import Breadcrumb
+from cockpit.tui.screens.acctwindow import AccountingWindowScreen
 
 BAND, LINE = (70.0, 80.0), 50.0
 
@@ -49,7 +46,7 @@ def plot_points(u) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
-class UtilizationScreen(Screen):
+class UtilizationScreen(AccountingWindowScreen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="util.back"),
                 Binding("1", "window('1d')", "1 d", id="util.1d"),
                 Binding("2", "window('7d')", "7 d", id="util.7d"),
@@ -59,43 +56,26 @@ class UtilizationScreen(Screen):
     UtilizationScreen PlotextPlot { height: 16; }
     """
     crumb = "utilization"
+    title_id, status_id = "util-title", "util-verdict"
 
     def __init__(self, window: str = "7d") -> None:
-        super().__init__()
-        self.window = window
+        super().__init__(window)
 
-    def compose(self) -> ComposeResult:
-        yield Breadcrumb()
-        yield Static("", id="util-title")
-        with VerticalScroll():
-            yield Static(Text("asking accounting …", style="dim"), id="util-verdict")
-            yield PlotextPlot(id="util-plot")
-            yield Static("", id="util-table")
-        yield Footer(show_command_palette=False)
-
-    def on_mount(self) -> None:
-        self.load()
-
-    def action_window(self, window: str) -> None:
-        self.window = window
-        self.load()
+    def compose_body(self) -> ComposeResult:
+        yield PlotextPlot(id="util-plot")
+        yield Static("", id="util-table")
 
     @work(exclusive=True, group="utilization")
     async def load(self) -> None:
-        from cockpit.core.accounting import parse_since, require_accounting
         from cockpit.core.utilization import utilization
 
-        self.query_one("#util-title", Static).update(Text(f" GPU utilization, last {self.window} (1/2/3: 1/7/30 d)"))
-        verdict = self.query_one("#util-verdict", Static)
-        now = self.app.clock()
-        try:
-            acct = await require_accounting(self.app.backend)
+        async def fetch(acct, since: int, now: float):
             snap = self.app.snapshot or await self.app.backend.snapshot()
-            u = await utilization(acct, snap, parse_since(self.window, now), now, tracked=getattr(acct, "tracked_tres", ""))
-        except CockpitError as exc:
-            verdict.update(Text(clean(str(exc), 300), style="bold"))
-            return
-        self.show(u)
+            return await utilization(acct, snap, since, now, tracked=getattr(acct, "tracked_tres", ""))
+
+        answer = await self.ask(f" GPU utilization, last {self.window} (1/2/3: 1/7/30 d)", fetch)
+        if answer is not None:
+            self.show(answer[0])
 
     def show(self, u) -> None:
         head = u.rows[0]
