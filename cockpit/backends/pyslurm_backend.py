@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from cockpit.backends._deltafeed import DeltaFeed
 from cockpit.backends.pyslurm_map import major_minor
 from cockpit.backends.pyslurm_worker import Failed, PyslurmWorker, ThreadWorker, WorkerFailed
 from cockpit.backends.slurm_delta import store_for
@@ -37,7 +38,6 @@ from cockpit.errors import BackendError, CockpitError, ParseError
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 
 SOURCE = "pyslurm"
-PARTIAL_EVERY = 1.0  # seconds between partial results of a first big load
 MAX_WORKER_FAILURES = 3  # then the calls run in a thread of this process
 _SWITCH_CAUSES = ("mismatch", "unusable")
 
@@ -203,37 +203,26 @@ class PyslurmBackend:
             yield item
 
     async def _deltas(self, kind: str) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
-        store = self._stores[kind]
-        progressive = not store.objects
+        feed = DeltaFeed(self._stores[kind])
         reset = not self._synced[kind]
         self._synced[kind] = False
-        pending, done, shown = [], None, float("-inf")  # a first load shows its first chunk at once
         try:
             async for delta in self.worker.deltas(kind, reset):
-                if progressive:
-                    store.apply(delta)
-                else:
-                    pending.append(delta)
-                done = delta
-                if progressive and not delta.done and time.monotonic() - shown >= PARTIAL_EVERY:
-                    shown = time.monotonic()
-                    yield store.values(), False
+                if feed.take(delta):
+                    yield feed.store.values(), False
         except WorkerFailed as exc:
-            if progressive:
-                store.objects = {}
+            feed.abandon()
             self._worker_failed(exc)
             raise BackendError(str(exc)) from None
         except BaseException:
-            if progressive:
-                store.objects = {}
+            feed.abandon()
             raise
-        for delta in pending:
-            store.apply(delta)
+        objs = feed.finish()
         self._synced[kind] = True
-        if done is not None:
+        if feed.last is not None:
             del self.warnings[:-100]  # a long TUI session never calls snapshot(), which clears them
-            self.warnings.extend(done.warnings)
-        yield store.values(), True
+            self.warnings.extend(feed.last.warnings)
+        yield objs, True
 
     async def fetch_partitions(self) -> tuple[Partition, ...]:
         if not self.switched:

@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from cockpit.backends import slurm_json, slurm_text
+from cockpit.backends._deltafeed import DeltaFeed
 from cockpit.runner import CommandResult
 from cockpit.backends.slurm_delta import store_for
 from cockpit.backends.slurm_json_common import slurm_errors
@@ -58,7 +59,6 @@ TEXT_THREAD_SIZE = 64 << 10  # text outputs this big are parsed in a thread (par
 MAX_WORKER_FAILURES = 3  # then parse in-process for the rest of the session
 # Seconds between partial results during a first big load (the first is shown at
 # once): each one makes the views and the pulse summary look at every job so far.
-PARTIAL_EVERY = 1.0
 _SOURCES = {"squeue.json": ("jobs", "", "squeue --json"),
             "scontrol-nodes.json": ("nodes", "scontrol", "scontrol show node --json"),
             "sinfo.json": ("nodes", "sinfo", "sinfo --json")}
@@ -404,10 +404,9 @@ class SlurmCliBackend:
             # One process for jobs and nodes: requests are served one after the other,
             # and a second Python with its own peak cost ~60 MB at 10k nodes.
             worker = self.workers[kind] = next(iter(self.workers.values()), None) or ParseWorker()
-        store = self._stores[kind]
-        progressive = not store.objects  # a first load: show it as it comes
+        feed = DeltaFeed(self._stores[kind])
         gate = self._nodes_first
-        if kind == "jobs" and progressive and gate is not None and not gate.is_set():
+        if kind == "jobs" and feed.progressive and gate is not None and not gate.is_set():
             # One worker serves both, one request after the other: 100k jobs take it
             # for seconds, 10k nodes for a fraction of one. Nodes first, so the pulse,
             # nodes and GPU views do not wait for the last job.
@@ -417,27 +416,18 @@ class SlurmCliBackend:
                 pass
         reset = not self._synced[kind]
         self._synced[kind] = False
-        pending, done, shown = [], None, float("-inf")
         try:
             async for delta in worker.parse(kind, fmt, source, None if run else holder, reset=reset,
                                             run=run, on_ran=ran):
-                if progressive:
-                    store.apply(delta)
-                else:
-                    pending.append(delta)
-                done = delta
-                if progressive and not delta.done and time.monotonic() - shown >= PARTIAL_EVERY:
-                    shown = time.monotonic()
-                    yield store.values(), False
+                if feed.take(delta):
+                    yield feed.store.values(), False
         except BaseException:  # a ParseError, or the command failed after sending part of its output
-            if progressive:
-                store.objects = {}
+            feed.abandon()
             raise
-        for delta in pending:
-            store.apply(delta)
+        objs = feed.finish()
         self._synced[kind] = True
+        done = feed.last  # the worker ends every answer with a Delta marked done
         self.warnings.extend(done.warnings)
-        objs = store.values()
         self._empty_because_of_error(key, None, objs, list(done.slurm_errors))
         yield objs, True
 
