@@ -8,8 +8,9 @@ from cockpit.models import Job
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.screens.joblog import JobLogScreen
 from cockpit.tui.screens.jobprocs import JobProcsScreen
+from tuiwait import screen_text, wait_for_text, wait_until
 
-from .test_pilot import screen_text, settle
+from .test_pilot import settle
 
 FROZEN = 1_750_000_000.0
 
@@ -24,20 +25,11 @@ def notes(app) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def wait_for(pilot, cond, what: str, tries: int = 100):
-    for _ in range(tries):
-        value = cond()
-        if value:
-            return value
-        await pilot.pause(0.05)
-    raise AssertionError(f"{what} never happened:\n{screen_text(pilot.app)}")
-
-
 async def _select_hung_job(pilot, app: CockpitApp, backend: DemoBackend) -> Job:
-    await settle(pilot, app, 0.3)
-    await pilot.press("5")
     await settle(pilot, app)
-    assert app.main.active_table().select_key(backend.hung_job_id)
+    await pilot.press("5")
+    await wait_until(pilot, lambda: app.main.active_table().select_key(backend.hung_job_id), "the hung job's row")
+    await settle(pilot, app)
     job = app.snapshot.job(backend.hung_job_id)
     assert job is not None and job.state == "RUNNING" and job.nodes
     return job
@@ -48,15 +40,15 @@ async def test_f_follows_a_running_demo_job_on_its_simulated_batch_host():
     async with app.run_test(size=(160, 40)) as pilot:
         job = await _select_hung_job(pilot, app, backend)
         await pilot.press("f")
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, JobLogScreen) and app.screen, "the log screen")
+        screen = await wait_until(pilot, lambda: isinstance(app.screen, JobLogScreen) and app.screen, "the log screen")
         # read on the job's batch host, through the demo's probe runner (never this machine's files)
-        await wait_for(pilot, lambda: screen.source.startswith(f"{job.nodes[0]}:"), "the source on the batch host")
-        title = await wait_for(pilot, lambda: next((ln for ln in screen_text(app).splitlines() if "(following)" in ln), ""),
-                               "the title")
+        await wait_until(pilot, lambda: screen.source.startswith(f"{job.nodes[0]}:"), "the source on the batch host")
+        title = await wait_until(pilot, lambda: next((ln for ln in screen_text(app).splitlines() if "(following)" in ln), ""),
+                                 "the title")
         assert f"job {job.job_id} stdout: {job.nodes[0]}:" in title and "from the simulated node" in title
         assert not any("no nodes" in n or "has no" in n for n in notes(app))
         log = screen.query_one("#log")
-        await wait_for(pilot, lambda: log.lines, "the job's simulated output lines")
+        await wait_until(pilot, lambda: log.lines, "the job's simulated output lines")
 
 
 async def test_P_lists_a_demo_job_processes_from_its_simulated_nodes():
@@ -64,9 +56,9 @@ async def test_P_lists_a_demo_job_processes_from_its_simulated_nodes():
     async with app.run_test(size=(160, 40)) as pilot:
         job = await _select_hung_job(pilot, app, backend)
         await pilot.press("P")
-        screen = await wait_for(pilot, lambda: isinstance(app.screen, JobProcsScreen) and app.screen, "the processes")
+        screen = await wait_until(pilot, lambda: isinstance(app.screen, JobProcsScreen) and app.screen, "the processes")
         assert not any("no nodes" in n or "no processes to list" in n for n in notes(app))
-        await wait_for(pilot, lambda: screen.procs or screen.errors, "the nodes' answers")
+        await wait_until(pilot, lambda: screen.procs or screen.errors, "the nodes' answers")
         assert set(screen.procs) | set(screen.errors) == set(job.nodes)
         assert sum(len(p) for p in screen.procs.values()) > 0, screen.errors
 
@@ -82,19 +74,19 @@ async def test_demo_gpu_view_polls_telemetry_of_the_simulated_nodes_on_screen():
 
     app.probes.on_nodes = counted
     async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot, app, 0.3)
+        await settle(pilot, app)
         assert app.telemetry_state == "on"
         t_help = dict(app.key_rows())["t"]
         assert t_help.startswith("poll GPU telemetry now") and "GPU telemetry is" not in t_help  # t is on
         await pilot.press("3")
-        await wait_for(pilot, lambda: app.live_telemetry.polls >= 1, "a telemetry poll")
+        await wait_until(pilot, lambda: app.live_telemetry.polls >= 1, "a telemetry poll")
         await settle(pilot, app)
         shown = {str(k).rsplit(":", 1)[0] for k in app.main.active_table().visible_keys()}
         # the nodes on screen (the first poll ran before the panel took its lines) and the nodes of the
         # Pulse's suspects (the hung job's: their GPUs' use is evidence), not the cluster's 64
         extra = set(asked[0]) - shown - set(app.main.pulse.watch_nodes)
         assert shown <= set(asked[0]) and len(extra) <= 2, (asked[0], shown)
-        text = screen_text(app)
-        assert "GPU telemetry via demo (simulated nodes)" in text and "SIMULATED" in text
-        filled = [v for v in app.telemetry.values() if "util" in v]
-        assert filled, app.live_telemetry.errors  # the simulated nvidia-smi fills the columns
+        await wait_for_text(pilot, lambda t: "GPU telemetry via demo (simulated nodes)" in t and "SIMULATED" in t,
+                            "the panel and the SIMULATED mark")
+        # the simulated nvidia-smi fills the columns (the poll's readings reach app.telemetry by a message)
+        await wait_until(pilot, lambda: any("util" in v for v in app.telemetry.values()), "readings in the GPU columns")

@@ -9,20 +9,19 @@ import pytest
 from cockpit.config import Config, Refresh
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
+from tuiwait import screen_text, wait_for_text, wait_until  # screen_text: other tests import it from here
 
 from .fakes import NOW, FakeBackend
 
 FAST = Config(refresh=Refresh(nodes=0.1, jobs=0.1, partitions=0.1, topology=0.1))
 
 
-def screen_text(app) -> str:
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
-
-
 async def settle(pilot, app, delay=0.15):
     from textual.worker import WorkerState
 
     await pilot.pause(delay)
+    # the first poll has reached the screens (however long a busy machine took for it)
+    await wait_until(pilot, lambda: app.snapshot is not None, "the first snapshot")
     # every worker but the poller (which runs for the app's lifetime) has finished, and so
     # has any read of the nodes (GPU telemetry) the poller started
     for _ in range(200):
@@ -49,8 +48,7 @@ async def test_number_keys_and_colon_commands_switch_views():
         await pilot.press("colon", *"nodes", "enter")
         assert app.current_view() == "nodes"
         await pilot.press("colon", *"bogus", "enter")
-        await pilot.pause()
-        assert "unknown command :bogus" in screen_text(app)
+        await wait_for_text(pilot, "unknown command :bogus")
 
 
 async def test_filter_with_field_terms_numeric_and_bad_field():
@@ -72,8 +70,8 @@ async def test_filter_with_field_terms_numeric_and_bad_field():
         await pilot.press("slash")
         app.main.query_one("#filter").value = "colour:red"
         await pilot.press("enter")
+        await wait_for_text(pilot, "unknown filter field 'colour'")
         await settle(pilot, app)
-        assert "unknown filter field 'colour'" in screen_text(app)
         assert list(table.data.order) == [101]  # a bad filter keeps the previous one
         await pilot.press("escape", "escape")
         await settle(pilot, app)
@@ -118,8 +116,8 @@ async def test_drill_down_job_to_node_and_back():
         from textual.containers import VerticalScroll
 
         app.screen.query_one(VerticalScroll).scroll_end(animate=False)
+        await wait_for_text(pilot, "not readable from here")  # the log tails, at the bottom
         await settle(pilot, app)
-        assert "not readable from here" in screen_text(app)  # the log tails, at the bottom
         await pilot.press("enter")  # the first node of the job
         await settle(pilot, app)
         assert isinstance(app.screen, NodeDetailScreen) and app.screen.key == "gpu01"
@@ -165,7 +163,7 @@ async def test_marks_and_selected_keys_for_actions():
 
 async def test_update_by_key_keeps_cursor_on_its_row():
     backend = FakeBackend()
-    app = make_app(backend, FAST, clock=__import__("time").time)
+    app = make_app(backend)  # a frozen clock: the poller polls only when told to
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         await pilot.press("5")
@@ -174,48 +172,72 @@ async def test_update_by_key_keeps_cursor_on_its_row():
         assert table.select_key(103)
         backend.jobs = tuple(j for j in backend.jobs if j.job_id != 101) + (replace(backend.jobs[0], job_id=999),)
         app.poller.refresh_now()
-        await settle(pilot, app, 0.4)
-        assert 101 not in table.data.index and 999 in table.data.index
+        await wait_until(pilot, lambda: 999 in table.data.index, "the refreshed jobs in the table")
+        await settle(pilot, app)
+        assert 101 not in table.data.index
         assert table.cursor_key() == 103
+
+
+def count_loop_turns(poller) -> list[int]:
+    """Counts the turns of the poller's loop: it calls start_node_kinds once a turn,
+    after it has decided whether to poll."""
+    turns = [0]
+    start = poller.start_node_kinds
+
+    def counted():
+        turns[0] += 1
+        return start()
+
+    poller.start_node_kinds = counted
+    return turns
 
 
 async def test_pause_stops_polling_and_shows_in_header():
     backend = FakeBackend()
-    app = make_app(backend, FAST, clock=__import__("time").time)
+    app = make_app(backend)  # a frozen clock: nothing is due unless refresh_now makes it so
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app, 0.3)
-        await pilot.press("p")
         await settle(pilot, app)
-        assert app.poller.paused and "PAUSED" in screen_text(app)
-        calls = dict(backend.calls)
-        await pilot.pause(0.4)
-        assert backend.calls == calls
+        turns = count_loop_turns(app.poller)
         await pilot.press("p")
-        await settle(pilot, app, 0.3)
-        assert backend.calls["jobs"] > calls["jobs"] and "PAUSED" not in screen_text(app)
+        await wait_for_text(pilot, "PAUSED")  # in the header
+        assert app.poller.paused
+        assert await app.poller.poll_once() is None  # waits for a poll in flight, if any, and polls nothing
+        calls = dict(backend.calls)
+        # Every kind made due three times, each seen by the loop: had pause not stopped it,
+        # each turn would have polled. Counted turns, not a wait: load cannot hide a poll.
+        for _ in range(3):
+            before = turns[0]
+            app.poller.refresh_now()
+            await wait_until(pilot, lambda: turns[0] > before, "the poller's loop to look again")
+            assert await app.poller.poll_once() is None
+        assert backend.calls == calls
+        await pilot.press("p")  # resume refreshes at once
+        await wait_until(pilot, lambda: backend.calls["jobs"] > calls["jobs"], "a poll after resuming")
+        await wait_for_text(pilot, lambda t: "PAUSED" not in t, "PAUSED gone from the header")
 
 
 async def test_stale_banner_appears_on_failure_and_clears_on_recovery():
     backend = FakeBackend()
-    app = make_app(backend, FAST, clock=__import__("time").time)
+    now = [float(NOW)]  # the app's clock, moved by the test: the retry is due when the test says
+    app = make_app(backend, FAST, clock=lambda: now[0])
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot, app, 0.3)
+        await settle(pilot, app)
         banner = app.main.banner
         assert not banner.has_class("-stale")
         backend.fail = True
-        await settle(pilot, app, 0.5)
-        assert banner.has_class("-stale")
-        text = screen_text(app)
-        assert "STALE DATA" in text and "Unable to contact slurm controller" in text
+        app.poller.refresh_now()
+        await wait_until(pilot, lambda: banner.has_class("-stale"), "the stale banner")
+        await wait_for_text(pilot, lambda t: "STALE DATA" in t and "Unable to contact slurm controller" in t,
+                            "STALE DATA and its cause on the screen")
         await pilot.press("5")  # keys still respond, last data still shown
         await settle(pilot, app)
         assert app.main.active_table().row_count == 5
         backend.fail = False
-        for _ in range(20):
-            await settle(pilot, app, 0.2)
-            if not banner.has_class("-stale"):
-                break
-        assert not banner.has_class("-stale") and "STALE" not in screen_text(app)
+        retry = app.poller.status().next_retry
+        assert retry is not None
+        now[0] = retry + 1.0  # the backoff has passed: the poller retries by itself
+        await wait_until(pilot, lambda: not banner.has_class("-stale"), "the banner to clear")
+        await wait_for_text(pilot, lambda t: "STALE" not in t, "STALE gone from the screen")
 
 
 async def test_telemetry_seam_fills_gpu_columns():

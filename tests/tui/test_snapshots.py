@@ -11,11 +11,13 @@ from __future__ import annotations
 import pytest
 from textual.containers import ScrollableContainer
 from textual.scroll_view import ScrollView
+from textual.widgets import Input
 
 from cockpit.backends.demo import DemoBackend
 from cockpit.config import Config, General
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.widgets.vtable import VTable
+from tuiwait import wait_until
 
 from .test_pilot import settle
 
@@ -54,18 +56,18 @@ def check_screen(app) -> None:
                                                                  geometry.region, geometry.clip)
 
 
-async def wait_until(pilot, predicate, tries: int = 400) -> None:
-    for _ in range(tries):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("not reached before the snapshot")
+def steady_cursors(app) -> None:
+    """Stop the text cursors blinking: shown steadily, whenever the snapshot is taken (a
+    blinking one is on or off by how long the machine took to get here)."""
+    for screen in app.screen_stack:
+        for field in screen.query(Input):
+            field.cursor_blink = False
 
 
 def keys(*presses, then=None):
     async def run(pilot):
         app = pilot.app
-        await wait_until(pilot, lambda: app.main.pulse.suspects.row_count > 0)
+        await wait_until(pilot, lambda: app.main.pulse.suspects.row_count > 0, "the Pulse's suspects")
         await settle(pilot, app, 0.3)
         for key in presses:
             await pilot.press(key)
@@ -73,13 +75,15 @@ def keys(*presses, then=None):
         if then is not None:
             await then(pilot, app)
             await settle(pilot, app, 0.3)
+        steady_cursors(app)
+        await pilot.pause()
         check_screen(app)
 
     return run
 
 
 async def runbook_done(pilot, app):
-    await wait_until(pilot, lambda: getattr(app.screen, "finished", False))
+    await wait_until(pilot, lambda: getattr(app.screen, "finished", False), "the runbook to finish")
     await settle(pilot, app, 0.3)
 
 

@@ -5,6 +5,7 @@ real recorded captures (tests/data/nvidia-smi) instead of reaching nodes."""
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from pathlib import Path
@@ -12,9 +13,10 @@ from pathlib import Path
 from cockpit.config import Config, General, Refresh, Tui
 from cockpit.errors import CockpitError
 from cockpit.tui.app import CockpitApp
+from tuiwait import wait_for_text, wait_until
 
 from .fakes import NOW, FakeBackend, FakeProbes, result
-from .test_pilot import screen_text, settle
+from .test_pilot import settle
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nvidia-smi"
 HEADER, IDLE = (DATA / "query-gpu-h100-idle.csv").read_text().splitlines()[:2]
@@ -30,10 +32,11 @@ def as_gpu(row: str, index: int) -> str:
 
 class RecordedNodes:
     """gpu01: GPU 0 idle and GPU 1 under load (the two real captures); gpu02 unreachable;
-    the others answer with no GPU lines. Counts the nodes asked per call."""
+    the others answer with no GPU lines. Counts the nodes asked per call. With a
+    ``gate`` (an asyncio.Event) every read waits for it: a poll as slow as the test wants."""
 
-    def __init__(self, delay: float = 0.0) -> None:
-        self.delay = delay
+    def __init__(self, gate: asyncio.Event | None = None) -> None:
+        self.gate = gate
         self.asked: list[list[str]] = []
 
     def probes(self) -> FakeProbes:
@@ -43,8 +46,8 @@ class RecordedNodes:
         async def counted(nodes, argv, **kw):
             assert argv[0] == "nvidia-smi" and argv[1].startswith("--query-gpu=")
             self.asked.append(list(nodes))
-            for _ in nodes:
-                await asyncio.sleep(self.delay)
+            if self.gate is not None:
+                await self.gate.wait()
             return await on_nodes(nodes, argv, **kw)
 
         probes.on_nodes = counted
@@ -63,20 +66,13 @@ def _config(**tui):
                   topology=0.1, telemetry=1.0), tui=Tui(**tui))
 
 
-def gpu_line(text: str, node: str, idx: int) -> list[str]:
+def gpu_row(text: str, node: str, idx: int) -> list[str]:
+    """The words of the GPU view's line for GPU ``idx`` of ``node`` ([] when none)."""
     for line in text.splitlines():
         words = line.split()
         if words[:2] == [node, str(idx)]:
             return words
-    raise AssertionError(f"no GPU row {node} {idx} on screen:\n{text}")
-
-
-async def wait_until(pilot, cond, what, tries=120):
-    for _ in range(tries):
-        if cond():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"{what} never happened")
+    return []
 
 
 async def test_gpu_view_shows_recorded_telemetry_joined_to_jobs():
@@ -87,21 +83,25 @@ async def test_gpu_view_shows_recorded_telemetry_joined_to_jobs():
     app = CockpitApp(FakeBackend(), _config(), clock=time.time, probes=probes)
     async with app.run_test(size=(150, 30)) as pilot:
         await settle(pilot, app)
-        assert nodes.asked == []  # pulse view: no GPU row on screen, nothing asked
-        await pilot.press("3")
         live = app.live_telemetry
+        # pulse view: no GPU row on screen, so nothing to read (what the poller reads is
+        # wanted() and what was asked; asked here: nothing)
+        assert live.wanted() == set() and nodes.asked == []
+        await pilot.press("3")
         await wait_until(pilot, lambda: live.polls >= 1, "a telemetry poll")
-        await settle(pilot, app, 0.3)
         first = nodes.asked[0]
         assert "gpu01" in first and "gpu10" not in first  # only nodes whose rows are on screen
-        text = screen_text(app)
-        load = gpu_line(text, "gpu01", 1)
+        # the readings reach the table (a message, then a row build): wait for the cells.
         # recorded load capture: 100 % util, 19818/81559 MiB, 59 C, 631.95 W, no ECC errors
-        assert load[-8:] == ["101", "alice", "100", "24", "59", "632", "0", "none"]
-        idle = gpu_line(text, "gpu01", 0)
-        assert idle[-8:] == ["101", "alice", "0", "0", "41", "70", "0", "none"]
-        assert "job 101 (alice) GPU 0: 0% util for 0 min" in text  # idle GPU of a running job
-        assert "gpu02: connection refused (port 22)" in text  # the node's error in the view
+        load = ["101", "alice", "100", "24", "59", "632", "0", "none"]
+        idle = ["101", "alice", "0", "0", "41", "70", "0", "none"]
+        await wait_for_text(pilot, lambda t: gpu_row(t, "gpu01", 1)[-8:] == load and gpu_row(t, "gpu01", 0)[-8:] == idle,
+                            "gpu01's recorded readings in the GPU view")
+        # the panel: the node's error, and the idle GPU of a running job (for however many
+        # minutes a busy machine took to get here)
+        await wait_for_text(pilot, lambda t: "gpu02: connection refused (port 22)" in t
+                            and re.search(r"job 101 \(alice\) GPU 0: 0% util for \d+ min", t),
+                            "the node's error and the idle GPU in the panel")
         assert app.telemetry[("gpu02", 0)] == {"error": "gpu02: connection refused (port 22)"}
         # scrolling to the end brings gpu10 into view, and the next poll includes it
         app.main.active_table().focus()
@@ -124,7 +124,7 @@ async def test_node_detail_polls_its_node_and_shows_readings():
     async with app.run_test(size=(150, 40)) as pilot:
         await settle(pilot, app)
         await pilot.press(":", *"node gpu01", "enter")
-        await wait_until(pilot, lambda: "100% util" in screen_text(app), "telemetry in the node detail")
+        await wait_for_text(pilot, "100% util", "telemetry in the node detail")
         assert nodes.asked and all(c == ["gpu01"] for c in nodes.asked)
 
 
@@ -143,23 +143,23 @@ async def test_t_asks_for_the_selected_job_nodes_at_once():
 
 
 async def test_slow_poll_shows_a_progress_bar():
-    nodes = RecordedNodes(delay=0.6)
+    gate = asyncio.Event()  # the read lasts until the test opens it: slow however fast the machine
+    nodes = RecordedNodes(gate)
     app = CockpitApp(FakeBackend(), _config(), clock=lambda: NOW, probes=nodes.probes())
     async with app.run_test(size=(150, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot, app)
         await pilot.press("3")
-        bar = None
-        for _ in range(100):
-            await pilot.pause(0.05)
-            panel = app.live_telemetry.panel
-            if panel is not None and panel.bar.has_class("-busy"):
-                bar = panel.bar
-                break
-        assert bar is not None, "no progress bar during a slow poll"
-        assert f"polling {len(nodes.asked[0])} node(s)" in screen_text(app)
-        await wait_until(pilot, lambda: app.live_telemetry.polls >= 1, "the slow poll to end", tries=200)
-        await pilot.pause(1.2)
-        assert not bar.has_class("-busy") or app.live_telemetry.polling is not None
+        live = app.live_telemetry
+        await wait_until(pilot, lambda: nodes.asked, "the poll to start")
+        # the bar shows once the read has lasted SLOW_POLL_S, at the panel's next tick
+        bar = await wait_until(pilot, lambda: live.panel is not None and live.panel.bar.has_class("-busy")
+                               and live.panel.bar, "the progress bar during a slow poll")
+        await wait_for_text(pilot, f"polling {len(nodes.asked[0])} node(s)")
+        assert live.polls == 0
+        gate.set()
+        await wait_until(pilot, lambda: live.polls >= 1, "the slow poll to end")
+        # the clock is frozen: no poll follows unless one was asked for, and that one is not slow
+        await wait_until(pilot, lambda: live.polling is None and not bar.has_class("-busy"), "the bar to go")
 
 
 async def test_telemetry_off_by_config_or_without_probes():
@@ -169,9 +169,8 @@ async def test_telemetry_off_by_config_or_without_probes():
         async with app.run_test(size=(150, 40)) as pilot:
             await settle(pilot, app)
             await pilot.press("3")
-            await settle(pilot, app, 0.3)
             assert app.telemetry_state.startswith("off (")
             assert app.live_telemetry is None and "telemetry" not in app.poller.node_kinds
-            assert f"telemetry {app.telemetry_state}" in screen_text(app)  # the blank columns say why
+            await wait_for_text(pilot, f"telemetry {app.telemetry_state}")  # the blank columns say why
             assert "GPU telemetry is off (" in dict(app.key_rows())["t"]  # and so does ? for t
     assert nodes.asked == []
