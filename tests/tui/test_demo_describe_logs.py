@@ -10,8 +10,10 @@ from textual.widgets import RichLog
 from cockpit.hostlist import collapse
 from cockpit.tui.screens.slurmtext import DescribeScreen, SlurmLogsScreen
 
+from tuiwait import wait_until
+
 from .test_actions_tui import wait_screen
-from .test_demo_probes_tui import _select_hung_job, demo_app, wait_for
+from .test_demo_probes_tui import _select_hung_job, demo_app
 from .test_pilot import settle
 
 
@@ -23,7 +25,7 @@ def log_text(screen) -> str:
 
 async def shown(pilot, screen, *needles: str) -> str:
     """The screen's text once every needle is in it (AssertionError with the text if not)."""
-    await wait_for(pilot, lambda: all(n in log_text(screen) for n in needles), f"{needles} on screen", tries=120)
+    await wait_until(pilot, lambda: all(n in log_text(screen) for n in needles), f"{needles} on screen")
     return log_text(screen)
 
 
@@ -69,6 +71,9 @@ async def test_d_on_the_hung_job_shows_scontrol_show_job_and_L_on_its_node_the_l
         assert f"launch task StepId={job.job_id}.0 request from UID:1000" in slurmd
         assert f"[{job.job_id}.batch] task/cgroup: _memcg_initialize:" in slurmd
         assert ("", ["tail", "-n", "200", "--", "/var/log/slurm/slurmctld.log"]) in asked
+        # at 220 columns a log line is one line on screen (it wrapped at the console's 80 before)
+        strips = [strip.text for strip in logs.query_one(RichLog).lines]
+        assert any("] sched: Allocate JobId=" in t and " Partition=" in t for t in strips)
         assert (node, ["tail", "-n", "200", "--", f"/var/log/slurm/slurmd.{node}.log"]) in asked
 
 
