@@ -23,9 +23,14 @@ async def settle(pilot, app, delay=0.15):
     # the first poll has reached the screens (however long a busy machine took for it)
     await wait_until(pilot, lambda: app.snapshot is not None, "the first snapshot")
     # every worker but the poller (which runs for the app's lifetime) has finished, and so
-    # has any read of the nodes (GPU telemetry) the poller started
+    # has any read of the nodes (GPU telemetry) the poller started. An action's worker that
+    # waits on a dialog waits for the operator: it is not work in progress.
+    from textual.screen import ModalScreen
+
     for _ in range(200):
-        busy = [w for w in app.workers if w.group != "poller" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+        asking = isinstance(app.screen, ModalScreen)
+        busy = [w for w in app.workers if w.group != "poller" and not (asking and w.group == "action")
+                and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
         poller = getattr(app, "poller", None)
         if not busy and not (poller and any(poller.node_busy(k) for k in poller.node_kinds)):
             break
