@@ -17,7 +17,7 @@ from cockpit.core.session import open_session
 from cockpit.tui.app import CockpitApp
 
 from .test_pilot import screen_text, settle
-from .test_telemetry_tui import gpu_line
+from .test_telemetry_tui import gpu_row as gpu_line
 
 pytestmark = [pytest.mark.cluster]
 DATA = Path(__file__).resolve().parents[1] / "data" / "nvidia-smi"
