@@ -52,18 +52,26 @@ def job_gpu_util(job: Job, telemetry: Mapping[tuple[str, int], Mapping[str, Any]
     return (sum(utils) / len(utils), len(utils)) if utils else None
 
 
+MAX_NAMES = 10_000  # (user, job name) pairs remembered: names with a timestamp in them are all new
+
+
 class UsualTimes:
     """Run times of the jobs that ended while cockpit watched, by (user, name)."""
 
-    def __init__(self, keep: int = 20) -> None:
-        self.keep = keep
+    def __init__(self, keep: int = 20, names: int = MAX_NAMES) -> None:
+        self.keep, self.names = keep, names
         self._runs: dict[tuple[str, str], deque[float]] = {}
 
     def ended(self, job: Job, when: float) -> None:
         start = job.start_time
         end = job.end_time or when
         if start and end > start:
-            self._runs.setdefault((job.user, job.name), deque(maxlen=self.keep)).append(end - start)
+            key = (job.user, job.name)
+            runs = self._runs.pop(key, None) or deque(maxlen=self.keep)
+            runs.append(end - start)
+            self._runs[key] = runs  # the newest last: names that end jobs stay, one-off names go
+            while len(self._runs) > self.names:
+                del self._runs[next(iter(self._runs))]
 
     def usual(self, job: Job) -> tuple[float, int] | None:
         """(median run time, runs seen) for jobs like ``job``; None under USUAL_RUNS runs."""
