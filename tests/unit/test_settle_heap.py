@@ -1,11 +1,13 @@
-"""The poller's heap settling (cockpit.core.poller.settle_heap) frees cyclic
-garbage instead of freezing it, and freezes what is alive."""
+"""The poller's heap settling (cockpit.core.poller.settle_heap): what is alive is frozen
+(no collection walks it), and cyclic garbage that was frozen is freed by a thaw once
+the frozen count has grown enough, not an hour later."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
+from cockpit.core import poller
 from cockpit.core.poller import settle_heap
 
 
@@ -14,14 +16,10 @@ class Node:
         self.other: Node | None = None
 
 
-def test_old_cyclic_garbage_is_freed_not_frozen():
+def pair() -> tuple[Node, Node]:
     a, b = Node(), Node()
     a.other, b.other = b, a
-    gc.collect(0)  # the pair survives a young collection: it is in an older generation now
-    gone = weakref.ref(a)
-    del a, b  # unreachable, but only a collection of its generation frees it
-    settle_heap()
-    assert gone() is None, "cyclic garbage older than generation 0 was frozen, not freed"
+    return a, b
 
 
 def test_what_is_alive_is_frozen():
@@ -30,3 +28,30 @@ def test_what_is_alive_is_frozen():
     assert any(o is keep for o in gc.get_objects())
     settle_heap()  # alive: frozen, so no later collection walks it
     assert not any(o is keep for o in gc.get_objects()) and keep.other is keep
+
+
+def test_frozen_cyclic_garbage_is_freed_at_the_next_thaw_and_the_next_is_scheduled(monkeypatch):
+    settle_heap()
+    poller.reset_heap_settling()  # the next thaw THAW_EVERY_MIN from now
+    a, _ = pair()
+    gone = weakref.ref(a)
+    settle_heap()  # alive at this freeze
+    del a, _  # now garbage, but frozen: no young collection reaches it
+    settle_heap()
+    assert gone() is not None, "frozen garbage waits for the thaw"
+    monkeypatch.setattr(poller, "_next_thaw", 0.0)  # the thaw is due
+    before = poller.time.monotonic()
+    settle_heap()
+    assert gone() is None, "the thaw freed the frozen garbage"
+    # the next thaw: at least THAW_EVERY_MIN away, and at most THAW_EVERY_MAX
+    assert before + poller.THAW_EVERY_MIN <= poller._next_thaw <= poller.time.monotonic() + poller.THAW_EVERY_MAX
+
+
+def test_a_costly_thaw_is_scheduled_further_away(monkeypatch):
+    clock = iter([0.0, 0.5])  # perf_counter: this thaw "took" 0.5 s
+    monkeypatch.setattr(poller.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(poller, "_next_thaw", 0.0)
+    now = poller.time.monotonic()
+    settle_heap()
+    # 0.5 s at THAW_SHARE 0.1 %: 500 s to the next one (not the 60 s minimum)
+    assert poller._next_thaw - now >= 0.5 / poller.THAW_SHARE - 1
