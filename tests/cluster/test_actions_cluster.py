@@ -179,8 +179,10 @@ def test_node_actions_with_a_hostile_reason_read_back_exactly(cluster, tmp_path,
     flags, reason = info
     assert "DOWN" in flags and reason == "thermal: GPU or node overheating: GPU 5 at 95C"
     r = cockpit(cluster, tmp_path, "node", "resume", NODE, "--yes")
-    # If registration already brought it back, Slurm refuses the resume, and we say so.
-    assert r.returncode == 0 or "Invalid node state specified" in r.stdout, r.stdout + r.stderr
+    # If registration already brought it back, Slurm refuses the resume, and we say so
+    # (22.05/24.11: "Invalid node state specified"; 26.05: "Invalid node state transition").
+    assert r.returncode == 0 or "Invalid node state specified" in r.stdout \
+        or "Invalid node state transition" in r.stdout, r.stdout + r.stderr
     wait_for(lambda: "DOWN" not in node_info(cluster)[0], "node03 up again")
     assert cockpit(cluster, tmp_path, "node", "drain", NODE, "--template", "ecc", "--yes").returncode == 0
     r = cockpit(cluster, tmp_path, "node", "undrain", NODE, "--yes")
