@@ -87,3 +87,23 @@ async def test_narrow_jobs_view_keeps_id_state_user_gpus_reason_and_right_scroll
         await settle(pilot, app)
         assert table.column_layout.hidden_left == before + 1
         assert [table.columns[p.index].label for p in table.column_layout.placed][:5] == shown[:5]
+
+
+async def test_the_more_columns_hint_follows_a_resize():
+    """The status line's "←→ N more column(s)" is said again when the table is placed
+    again (under Python 3.13/3.14 a hint computed while a screen was pushed stayed)."""
+    from .test_pilot import screen_text
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        assert "more column(s)" in screen_text(app)
+        await pilot.resize_terminal(240, 30)
+        await settle(pilot, app)
+        assert not app.main.active_table().column_layout.scrolls
+        assert "more column(s)" not in screen_text(app)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot, app)
+        assert "more column(s)" in screen_text(app)

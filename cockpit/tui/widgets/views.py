@@ -147,6 +147,10 @@ class TableView(Vertical):
         event.stop()
         self.show_status()
 
+    def on_vtable_layout_changed(self, event: VTable.LayoutChanged) -> None:
+        event.stop()
+        self.show_status()  # the "more columns" hint follows the table's width
+
     def make_live(self) -> LiveTable:
         """By default the objects are the rows themselves (see :meth:`objects`)."""
         return LiveTable(lambda row: row, _ROW_KEY)

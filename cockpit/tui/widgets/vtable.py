@@ -114,6 +114,14 @@ class VTable(VTableDrawing, ScrollView, can_focus=True):
             super().__init__()
             self.table, self.key = table, key
 
+    class LayoutChanged(Message):
+        """The columns were placed again (a resize, a column scroll): the owner's
+        "more columns" hint may have changed."""
+
+        def __init__(self, table: VTable) -> None:
+            super().__init__()
+            self.table = table
+
     class MarksChanged(Message):
         """Rows were marked or unmarked (the owner shows the count)."""
 
@@ -203,6 +211,7 @@ class VTable(VTableDrawing, ScrollView, can_focus=True):
     def on_resize(self, _event: events.Resize) -> None:
         if self._relayout():
             self.refresh()
+            self.post_message(self.LayoutChanged(self))
 
     def refresh_live(self) -> None:
         """Called once a second: repaint the visible lines if a column shows the
@@ -298,6 +307,7 @@ class VTable(VTableDrawing, ScrollView, can_focus=True):
         self.first_column = max(0, self.first_column + delta)
         if self._relayout():
             self.refresh()
+            self.post_message(self.LayoutChanged(self))
 
     # -- marks ----------------------------------------------------------
     def action_mark(self) -> None:
