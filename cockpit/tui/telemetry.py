@@ -104,6 +104,7 @@ class LiveTelemetry:
         self.last_duration = 0.0
         self.polls = 0
         self.polling: tuple[str, ...] | None = None  # the nodes of the read in flight
+        self.read_once: set[str] = set()  # nodes read (or being read) at least once
         self.poll_started = 0.0
         self.panel: TelemetryPanel | None = None
 
@@ -122,6 +123,7 @@ class LiveTelemetry:
 
     async def fetch(self, nodes: tuple[str, ...]) -> TelemetryReading:
         self.polling, self.poll_started = nodes, time.monotonic()
+        self.read_once.update(nodes)
         self.tick()
         try:
             return await read_telemetry(self.probes, nodes)
@@ -177,7 +179,14 @@ class LiveTelemetry:
         return st.error if st.failures else ""
 
     def tick(self) -> None:
-        """Mount the panel once the GPU view exists; refresh its text and progress bar."""
+        """Mount the panel once the GPU view exists; refresh its text and progress bar;
+        ask for the nodes on screen that were never read (a view whose rows arrived after
+        it was shown, rows scrolled into view), without waiting for the next look."""
+        if self.polling is None:
+            new = self.wanted() - self.read_once
+            if new:
+                self.read_once.update(new)
+                self.ask(new)
         view = self.app.main.views.get("gpus")
         if self.panel is None and view is not None and view.is_mounted:
             self.panel = TelemetryPanel(self)
