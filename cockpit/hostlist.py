@@ -38,9 +38,9 @@ def expand(hostlist: str | None) -> tuple[str, ...]:
     """
     if not hostlist or hostlist in ("(null)", "None"):
         return ()
-    if "[" in hostlist and _count(hostlist) > MAX_NAMES:
-        raise UsageError(f"bad hostlist {_shown(hostlist)}: more than {MAX_NAMES:,} names")
     try:
+        if "[" in hostlist and _count(hostlist) > MAX_NAMES:
+            raise UsageError(f"bad hostlist {_shown(hostlist)}: more than {MAX_NAMES:,} names")
         # No group resolver: a cluster string starting with '@' must never run a
         # site's group-source commands.
         return tuple(NodeSet(hostlist, resolver=RESOLVER_NOGROUP))

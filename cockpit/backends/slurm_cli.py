@@ -57,8 +57,6 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 WORKER_THRESHOLD = 4 << 20
 TEXT_THREAD_SIZE = 64 << 10  # text outputs this big are parsed in a thread (partitions of ~5k nodes)
 MAX_WORKER_FAILURES = 3  # then parse in-process for the rest of the session
-# Seconds between partial results during a first big load (the first is shown at
-# once): each one makes the views and the pulse summary look at every job so far.
 _SOURCES = {"squeue.json": ("jobs", "", "squeue --json"),
             "scontrol-nodes.json": ("nodes", "scontrol", "scontrol show node --json"),
             "sinfo.json": ("nodes", "sinfo", "sinfo --json")}

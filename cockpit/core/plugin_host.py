@@ -51,6 +51,8 @@ class BackendCluster:
         return ("GONE", "") if job is None else (job.state, job.reason)
 
     async def job_output(self, job: Job, *, stderr: bool = False) -> str:
+        """The job's stdout (stderr) path as Slurm resolves it (scontrol for squeue's
+        "/dev/null"). Raises JobLogError for a job that writes nowhere readable."""
         return await resolve_path(job, self._backend, stderr=stderr)
 
     async def partitions(self) -> tuple[Partition, ...]:

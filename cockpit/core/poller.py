@@ -117,9 +117,10 @@ def settle_heap() -> None:
 
     Cyclic garbage that is older than the youngest generation (a Textual worker
     that ran across a freeze and ended, a closed screen) is frozen with the rest
-    and stays until a thaw: everything is thawed and fully collected, as often as
+    and stays until a thaw: everything is thawed and fully collected as often as
     that costs at most THAW_SHARE of the time (a 0.3 s thaw at 100k jobs: every
-    5 minutes), and at least every THAW_EVERY_MIN seconds (small clusters). The
+    5 minutes), but not more often than every THAW_EVERY_MIN seconds (small
+    clusters: once a minute) and not less often than every THAW_EVERY_MAX. The
     30-minute soak (bench/bench_soak.py) grew 88 MB/hour with an hourly thaw.
     """
     global _next_thaw

@@ -52,7 +52,7 @@ from cockpit.core.actions import (
     expand_nodes,
 )
 from cockpit.core.audit import read_audit
-from cockpit.core.joblog import JobLogError, sanitize
+from cockpit.core.joblog import JobLogError, path_for, sanitize
 from cockpit.core.jobprocs import JobProcess, node_processes
 from cockpit.core.sbatch import TERMINAL_STATES, JobOutcome, Placement, sbatch_header, sbatch_value
 from cockpit.errors import (
@@ -338,6 +338,6 @@ __all__ = [
     "Partition", "ParseError", "Placement", "Plan", "Plugin", "ProbeOutput", "ReadOnlyError", "Severity",
     "SlurmJobs", "Step", "TERMINAL_STATES", "TargetResult", "Topology", "UsageError", "check_job_id",
     "collapse", "config_home", "data_home", "expand", "expand_nodes", "node_processes",
-    "parse_query_gpu", "query_argv", "read_audit", "sanitize", "sbatch_header", "sbatch_value",
+    "parse_query_gpu", "path_for", "query_argv", "read_audit", "sanitize", "sbatch_header", "sbatch_value",
     "verdict", "worst",
 ]

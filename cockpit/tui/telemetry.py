@@ -182,8 +182,11 @@ class LiveTelemetry:
         """Mount the panel once the GPU view exists; refresh its text and progress bar;
         ask for the nodes on screen that were never read (a view whose rows arrived after
         it was shown, rows scrolled into view), without waiting for the next look."""
-        if self.polling is None:
-            new = self.wanted() - self.read_once
+        if self.polling is None and not self.app.poller.node_status(KIND).failures:  # a failing kind backs off
+            try:
+                new = self.wanted() - self.read_once
+            except Exception:  # noqa: BLE001 - the poller's own look reports a broken wanted()
+                new = set()
             if new:
                 self.read_once.update(new)
                 self.ask(new)

@@ -54,6 +54,9 @@ def test_the_limit_itself_is_allowed(monkeypatch):
 def test_a_bad_hostlist_is_one_line_naming_it():
     with pytest.raises(UsageError, match=r"bad hostlist 'node\['"):
         hostlist.expand("node[")
+    # digits past int()'s 4,300-digit limit next to a bracket: counted, and still one line
+    with pytest.raises(UsageError, match=r"bad hostlist 'n1111"):
+        hostlist.expand("n" + "1" * 4400 + "[1-2]")
 
 
 # Pieces that exercise NodeSet's odd corners: steps, padding, negative numbers, digits

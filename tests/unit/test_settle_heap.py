@@ -1,6 +1,6 @@
 """The poller's heap settling (cockpit.core.poller.settle_heap): what is alive is frozen
-(no collection walks it), and cyclic garbage that was frozen is freed by a thaw once
-the frozen count has grown enough, not an hour later."""
+(no collection walks it), and cyclic garbage that was frozen is freed at the next thaw,
+whose schedule follows what the last one cost (not an hour later)."""
 
 from __future__ import annotations
 
