@@ -68,6 +68,10 @@ def keys(*presses, then=None):
     async def run(pilot):
         app = pilot.app
         await wait_until(pilot, lambda: app.main.pulse.suspects.row_count > 0, "the Pulse's suspects")
+        # and the first GPU reading of the simulated nodes (the hung job's 0% use), so no
+        # picture depends on whether the telemetry tick came before it
+        await wait_until(pilot, lambda: app.live_telemetry is None or app.live_telemetry.polls >= 1,
+                         "the first telemetry reading")
         await settle(pilot, app, 0.3)
         for key in presses:
             await pilot.press(key)
