@@ -18,7 +18,10 @@ alone on an idle cluster:
     scontrol show topology    REQUEST_TOPO_INFO
 
 so REQUEST_PARTITION_INFO is bounded by the node and the partition fetches
-together. A kind fetched every I seconds (or less often: the interval adapts
+together. Besides its polls, cockpit reads ``scontrol show config`` once per
+session (whether slurmdbd is configured: REQUEST_BUILD_INFO + REQUEST_PING on
+22.05); the wrappers log every command, so the test counts those reads (at most
+one) and measures what one costs before it starts. A kind fetched every I seconds (or less often: the interval adapts
 upwards, never downwards) fetches at most 1 + T // I times in T seconds, the
 first fetch at start included.
 
@@ -115,14 +118,25 @@ def _sdiag() -> tuple[dict[str, int], dict[str, int], str]:
     return parse_sdiag_rpcs(text), parse_sdiag_rpcs(text, by="user"), data_since(text)
 
 
-def _as_user(bindir: Path, user: str) -> None:
-    """squeue/sinfo/scontrol in bindir run the real ones as user (same argv, same environment)."""
+def _as_user(bindir: Path, user: str, log: Path) -> None:
+    """squeue/sinfo/scontrol in bindir run the real ones as user (same argv, same environment),
+    each run logged to log as one line: the command's name and arguments."""
     bindir.mkdir()
     for name in ("squeue", "sinfo", "scontrol"):
         real = shutil.which(name)
         assert real, f"{name} not on PATH"
-        (bindir / name).write_text(f'#!/bin/sh\nexec runuser -u {user} -- "{real}" "$@"\n')
+        (bindir / name).write_text(f'#!/bin/sh\necho "{name} $*" >> "{log}"\n'
+                                   f'exec runuser -u {user} -- "{real}" "$@"\n')
         (bindir / name).chmod(0o755)
+
+
+def _config_cost(bindir: Path, user: str) -> int:
+    """RPCs that one ``scontrol show config`` as user sends (sdiag's per-user count around it)."""
+    before = _sdiag()[1].get(user, 0)
+    run([str(bindir / "scontrol"), "show", "config"])
+    cost = _sdiag()[1].get(user, 0) - before
+    assert 1 <= cost <= 4, f"scontrol show config sent {cost} RPCs"
+    return cost
 
 
 def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
@@ -170,7 +184,10 @@ async def test_controller_load_is_one_request_per_kind_per_interval(cluster, tmp
     user = cluster["COCKPIT_TEST_UNPRIV_USER"]
     monkeypatch.setenv("SLURM_CONF", cluster["SLURM_CONF"])
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    _as_user(tmp_path / "bin", user)
+    log = tmp_path / "commands.log"
+    _as_user(tmp_path / "bin", user, log)
+    config_cost = _config_cost(tmp_path / "bin", user)
+    log.write_text("")
     cfg = tmp_path / "config.toml"
     cfg.write_text(f'[general]\nbackend = "slurm-cli"\nslurm_bin_dir = "{tmp_path / "bin"}"\n\n[refresh]\n'
                    + "".join(f"{k} = {v}\n" for k, v in INTERVALS.items()))
@@ -189,9 +206,12 @@ async def test_controller_load_is_one_request_per_kind_per_interval(cluster, tmp
     ours, others = users.get(user, 0), sum(v for k, v in users.items() if k != user)
     allowed = {kind: 1 + int(elapsed // interval) for kind, interval in INTERVALS.items()}
     bounds = {rpc: sum(allowed[k] for k in kinds) for rpc, kinds in SENDERS.items()}
+    config_reads = log.read_text().splitlines().count("scontrol show config")
+    bound = sum(bounds.values()) + config_reads * config_cost
     print(f"\n{elapsed:.1f} s, intervals {INTERVALS}")
     print(f"fetches per kind: {dict(backend.fetches)} (allowed {allowed})")
-    print(f"RPCs by cockpit ({user}): {ours} (bound {sum(bounds.values())}); by everybody else: {others}")
+    print(f"RPCs by cockpit ({user}): {ours} (bound {bound}: polls {sum(bounds.values())}"
+          f" + {config_reads} config read(s) x {config_cost}); by everybody else: {others}")
     for rpc in SENDERS:
         print(f"  {rpc:24} {delta.get(rpc, 0):4d} (bound {bounds[rpc]}, all clients)")
     print(f"  other RPC types (all clients): { {k: v for k, v in delta.items() if v and k not in SENDERS} }")
@@ -204,6 +224,7 @@ async def test_controller_load_is_one_request_per_kind_per_interval(cluster, tmp
     assert backend.fetches["jobs"] >= 3, dict(backend.fetches)  # it kept polling: not a vacuous pass
     # Our fetches reached the controller (as our user), and cockpit asked nothing more than that.
     assert ours >= sum(backend.fetches.values()), (ours, dict(backend.fetches))
-    assert ours <= sum(bounds.values()), f"cockpit sent {ours} RPCs in {elapsed:.0f} s > {sum(bounds.values())}"
+    assert config_reads <= 1, f"scontrol show config read {config_reads} times in one session"
+    assert ours <= bound, f"cockpit sent {ours} RPCs in {elapsed:.0f} s > {bound}"
     for rpc, bound in bounds.items():
         assert delta.get(rpc, 0) <= bound + others, f"{rpc}: {delta.get(rpc, 0)} in {elapsed:.0f} s > {bound} + {others}"
