@@ -1,7 +1,7 @@
 """Controller load: cockpit asks slurmctld at most once per resource kind per refresh interval.
 
 Reads slurmctld's RPC counters (``sdiag``, "Remote Procedure Call statistics by
-message type") before and after 60 s of the TUI (headless, Textual's Pilot) on
+message type") before and after 30 s of the TUI (headless, Textual's Pilot) on
 the real test cluster, with known refresh intervals and every view opened in
 turn, job and node details included. The counters are read, never reset, so the
 test disturbs nobody.
@@ -51,8 +51,8 @@ from clusterlib import cancel, run, submit
 
 pytestmark = pytest.mark.cluster
 
-DURATION = 60.0
-INTERVALS = {"nodes": 2.0, "jobs": 2.0, "partitions": 6.0, "topology": 15.0}
+DURATION = 30.0
+INTERVALS = {"nodes": 1.0, "jobs": 1.0, "partitions": 4.0, "topology": 10.0}
 SENDERS = {
     "REQUEST_JOB_INFO": ("jobs",),
     "REQUEST_NODE_INFO": ("nodes",),
@@ -156,7 +156,7 @@ async def _drive(pilot, app, duration: float) -> set[str]:
     while time.monotonic() < deadline:
         await pilot.press(keys[i % len(keys)])
         i += 1
-        await pilot.pause(0.7)
+        await pilot.pause(0.5)
         seen |= {app.current_view(), type(app.screen).__name__}
     return seen
 

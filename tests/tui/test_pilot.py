@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import pytest
@@ -24,17 +25,24 @@ async def settle(pilot, app, delay=0.15):
     await wait_until(pilot, lambda: app.snapshot is not None, "the first snapshot")
     # every worker but the poller (which runs for the app's lifetime) has finished, and so
     # has any read of the nodes (GPU telemetry) the poller started. An action's worker that
-    # waits on a dialog waits for the operator: it is not work in progress.
+    # waits on a dialog waits for the operator: it is not work in progress; nor is a job log
+    # that shows its last lines and follows the file (it runs until the screen closes).
     from textual.screen import ModalScreen
 
     for _ in range(200):
         asking = isinstance(app.screen, ModalScreen)
+        following = getattr(app.screen, "following", False)
         busy = [w for w in app.workers if w.group != "poller" and not (asking and w.group == "action")
+                and not (following and w.group == "joblog")
                 and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
         poller = getattr(app, "poller", None)
         if not busy and not (poller and any(poller.node_busy(k) for k in poller.node_kinds)):
             break
         await pilot.pause(0.02)
+    else:
+        if os.environ.get("SETTLE_PROBE"):  # which tests wait the whole 4 s, and on what
+            with open(os.environ["SETTLE_PROBE"], "a") as f:
+                f.write(f"{os.environ.get('PYTEST_CURRENT_TEST')} busy={[w.name or w.group for w in busy]}\n")
     await pilot.pause()
 
 

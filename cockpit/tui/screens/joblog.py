@@ -37,6 +37,7 @@ class JobLogScreen(Screen):
         super().__init__()
         self.job, self.open_output, self.via, self.stderr = job, open_output, via, stderr
         self.source = ""  # "/path" or "node01:/path" once chosen
+        self.following = False  # the last lines are shown and it waits for new ones
 
     @property
     def crumb(self) -> str:
@@ -64,6 +65,7 @@ class JobLogScreen(Screen):
             copy(self.source, "the output path")
 
     def _start(self) -> None:
+        self.following = False
         self.query_one(RichLog).clear()
         self.query_one("#log-title", Static).update(Text(f" job {self.job.job_id}: finding its output…"))
         self._follow()
@@ -89,6 +91,7 @@ class JobLogScreen(Screen):
                     log.write(Text(line))
             except JobLogError as exc:
                 log.write(Text(f"{clean(exc)} (waiting for it to appear)"))
+            self.following = True
             async for line in out.follow(interval=1.0):
                 log.write(Text(line))
         except JobLogError as exc:
