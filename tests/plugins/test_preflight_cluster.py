@@ -146,8 +146,8 @@ def blkio_throttle(pid: int, device: str, name: str):
 
 def test_storage_names_the_node_whose_scratch_is_throttled(cluster, tmp_path):
     need_fio()
-    if os.geteuid() != 0 or _cgroup_v1() is None or not shutil.which("losetup"):
-        pytest.skip("needs root, losetup and the cgroup v1 blkio throttle (/sys/fs/cgroup/blkio)")
+    if os.geteuid() != 0 or _cgroup_v1() is None or not (shutil.which("losetup") and shutil.which("mkfs.ext4")):
+        pytest.skip("needs root, losetup, mkfs.ext4 and the cgroup v1 blkio throttle (/sys/fs/cgroup/blkio)")
     pid = node_slurmd_pid(cluster, "node04")
     with loop_scratch(tmp_path) as (mnt, device):
         with blkio_throttle(pid, device, f"cockpit-test-{os.getpid()}") as cg:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-COCKPIT = ROOT / ".venv" / "bin" / "cockpit"
+# the cockpit of the environment running the tests (.venv here, /opt/cockpit-venv in other-debian)
+COCKPIT = Path(sys.executable).with_name("cockpit")
 TRACEBACK_MARKS = ("Traceback (most recent call last)", "─ locals ─")
 
 
@@ -72,7 +74,7 @@ def term(request, tmp_path):
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (apt-get install tmux)")
     if not COCKPIT.exists():
-        pytest.skip(f"{COCKPIT} missing: pip install -e '.[test]' into .venv")
+        pytest.skip(f"{COCKPIT} missing: pip install -e '.[test]' into this environment")
     t = Terminal(tmp_path, request.param)
     t.start([str(COCKPIT), "--demo"])
     t.audit = tmp_path / "state" / "cockpit" / "audit.jsonl"  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -32,7 +33,8 @@ from clusterlib import RUN_DIR, cancel, run, submit, wait_for
 pytestmark = pytest.mark.cluster
 
 ROOT = Path(__file__).resolve().parents[2]
-COCKPIT = ROOT / ".venv" / "bin" / "cockpit"
+# the cockpit of the environment running the tests (.venv here, /opt/cockpit-venv in other-debian)
+COCKPIT = Path(sys.executable).with_name("cockpit")
 UP = ROOT / "tests" / "cluster" / "up"
 CTLD_PID = RUN_DIR / "pids" / "head.slurmctld.pid"
 NODE = "node04"  # node03 belongs to the actions tests
@@ -126,7 +128,7 @@ def term(cluster, tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("needs root: drains a node and stops/restarts slurmctld")
     if not COCKPIT.exists():
-        pytest.skip(f"{COCKPIT} missing: pip install -e '.[test]' into .venv")
+        pytest.skip(f"{COCKPIT} missing: pip install -e '.[test]' into this environment")
     work = tmp_path_factory.mktemp("tmux-e2e")
     log = work / "slurm-commands.log"
     _wrappers(work / "bin", log)

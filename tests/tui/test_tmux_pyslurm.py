@@ -42,7 +42,7 @@ def pyterm(cluster, tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("needs root: drains a node and stops/restarts slurmctld")
     if not COCKPIT.exists():
-        pytest.skip(f"{COCKPIT} missing: pip install -e '.[test]' into .venv")
+        pytest.skip(f"{COCKPIT} missing: pip install -e '.[test]' into this environment")
     if importlib.util.find_spec("pyslurm") is None:
         pytest.skip("pyslurm is not installed in this venv (tests/run builds it from ../shared/vendor/pyslurm)")
     work = tmp_path_factory.mktemp("tmux-pyslurm")
