@@ -58,3 +58,24 @@ async def test_pulse_suspects_w_and_enter_enter_to_the_straggler(tmp_path):
         await pilot.press("enter")
         node = await wait_screen(pilot, app, NodeDetailScreen)
         assert node.key == backend.straggler_node
+
+
+async def test_the_suspects_gpus_are_read_as_soon_as_the_pulse_names_them(tmp_path, monkeypatch):
+    """Not at the app's next once-a-second tick: with that tick switched off, the Pulse's
+    naming of the hung job's nodes is what starts the first GPU read (the job's 0% use
+    is its evidence, and it should not wait)."""
+    from cockpit.config import Config, General
+    from tuiwait import wait_until
+
+    monkeypatch.setattr(CockpitApp, "_tick", lambda self: None)
+    clock = lambda: FROZEN  # noqa: E731
+    backend = DemoBackend(seed=7, clock=clock)
+    app = CockpitApp(backend, Config(general=General(audit_log=str(tmp_path / "audit.jsonl"))), clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        pulse = app.main.pulse
+        await wait_until(pilot, lambda: backend.hung_job_id in pulse.suspects.data.rows, "the hung job among the suspects")
+        live = app.live_telemetry
+        await wait_until(pilot, lambda: live.polls >= 1, "the first GPU reading")
+        hung = next(j for j in app.snapshot.jobs if j.job_id == backend.hung_job_id)
+        assert set(pulse.watch_nodes) <= set(live.last_nodes) and set(hung.nodes) & set(live.last_nodes)
+        assert app.current_view() == "pulse"  # no GPU view shown, which would have asked too
