@@ -47,6 +47,7 @@ from cockpit.tui.screens.help import KeysScreen, QuitScreen
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.selection import nodes_in_view
 from cockpit.tui.telemetry import KIND as TELEMETRY, LiveTelemetry, telemetry_blocker, visible_gpu_nodes
+from cockpit.tui.widgets.pulse import PulseView
 from cockpit.tui.widgets.vtable import VTable
 
 __all__ = ["KEY_HELP", "CockpitApp", "probes_for"]
@@ -232,6 +233,10 @@ class CockpitApp(App):
 
     def on_output_updated(self, message: OutputUpdated) -> None:
         self.main.update_outputs(message.mtimes)
+
+    def on_pulse_view_updated(self, message: PulseView.Updated) -> None:
+        if self.live_telemetry is not None:  # the new suspects' GPUs read now, not at the next tick (up to 1 s)
+            self.live_telemetry.tick()
 
     def on_main_screen_view_shown(self, message: MainScreen.ViewShown) -> None:
         self.update_crumbs()

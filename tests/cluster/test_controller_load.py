@@ -21,9 +21,9 @@ so REQUEST_PARTITION_INFO is bounded by the node and the partition fetches
 together. Besides its polls, cockpit reads ``scontrol show config`` once per
 session (whether slurmdbd is configured: REQUEST_BUILD_INFO + REQUEST_PING on
 22.05); the wrappers log every command, so the test counts those reads (at most
-one) and measures what one costs before it starts. A kind fetched every I seconds (or less often: the interval adapts
-upwards, never downwards) fetches at most 1 + T // I times in T seconds, the
-first fetch at start included.
+one) and measures what one costs before it starts. A kind fetched every I
+seconds (or less often: the interval adapts upwards, never downwards) fetches
+at most 1 + T // I times in T seconds, the first fetch at start included.
 
 sdiag counts per message type for all clients together, and other tests may use
 the shared cluster at the same time (in CI they run one at a time). So cockpit's

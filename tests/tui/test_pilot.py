@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import pytest
@@ -39,10 +38,6 @@ async def settle(pilot, app, delay=0.15):
         if not busy and not (poller and any(poller.node_busy(k) for k in poller.node_kinds)):
             break
         await pilot.pause(0.02)
-    else:
-        if os.environ.get("SETTLE_PROBE"):  # which tests wait the whole 4 s, and on what
-            with open(os.environ["SETTLE_PROBE"], "a") as f:
-                f.write(f"{os.environ.get('PYTEST_CURRENT_TEST')} busy={[w.name or w.group for w in busy]}\n")
     await pilot.pause()
 
 

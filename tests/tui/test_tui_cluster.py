@@ -7,7 +7,6 @@ Shared cluster: each test cancels the job it submits; nothing else is changed.""
 from __future__ import annotations
 
 import re
-
 import shutil
 from pathlib import Path
 

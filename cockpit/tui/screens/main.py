@@ -98,9 +98,6 @@ class MainScreen(Screen):
         watch = getattr(self.app, "output_watch", None)
         if watch is not None and self.pulse.candidates is not None:
             watch.watch(self.pulse.candidates)
-        telemetry = getattr(self.app, "live_telemetry", None)
-        if telemetry is not None:  # the new suspects' GPUs read now, not at the next tick (up to 1 s)
-            telemetry.tick()
 
     def update_header(self) -> None:
         app = self.app
