@@ -38,7 +38,13 @@ async def test_follow_survives_truncation_replacement_and_a_late_file(sshd_farm,
         late = JobOutput(str(tmp_path / "late.log"), sshd_farm.names[0], pool)
         follow = late.follow(interval=0.05)
         first = asyncio.ensure_future(follow.__anext__())
-        await asyncio.sleep(0.3)  # polled while missing
+        # written only once the follower has looked and found nothing: a first look at a
+        # file that exists starts at its end (a busy machine's first SSH poll can take >1 s)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while not late._remote.was_missing and loop.time() < deadline:  # noqa: SLF001
+            await asyncio.sleep(0.02)
+        assert late._remote.was_missing, "the follower never looked at the missing file"  # noqa: SLF001
         (tmp_path / "late.log").write_text("written before we looked again\n")
         seen.append(await asyncio.wait_for(first, 20))
         await follow.aclose()
