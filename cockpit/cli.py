@@ -14,6 +14,7 @@ import pkgutil
 import sys
 
 from cockpit import __version__
+from cockpit.entrypoints import backend_names
 from cockpit.errors import EXIT_USAGE, CockpitError
 
 
@@ -37,7 +38,7 @@ _GLOBAL_OPTIONS: tuple[tuple[str, dict], ...] = (
     ("--replay", {"metavar": "DIR", "help": "read a directory made by 'cockpit record'"}),
     ("--host", {"metavar": "HOST", "help": "run Slurm commands on HOST over SSH"}),
     ("--cluster", {"metavar": "NAME", "help": "use [clusters.NAME] from the config"}),
-    ("--backend", {"choices": ("auto", "slurm-cli", "pyslurm", "demo")}),
+    ("--backend", {"choices": backend_names(), "help": "auto, or an installed backend by name"}),
     ("--read-only", {"action": "store_true", "help": "refuse every action"}),
 )
 

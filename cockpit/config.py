@@ -15,6 +15,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from cockpit.entrypoints import backend_names
 from cockpit.errors import ConfigError
 from cockpit.paths import config_home
 
@@ -80,7 +81,6 @@ class Cluster:
 
 
 SECTIONS = {"general": General, "refresh": Refresh, "ssh": Ssh, "tui": Tui}
-BACKENDS = ("auto", "slurm-cli", "pyslurm", "demo")
 
 
 @dataclass(frozen=True)
@@ -189,8 +189,9 @@ def parse_config(text: str, where: str = "<config>") -> Config:
     for name, cl in [("general.backend", cfg.general.backend)] + [
         (f"clusters.{n}.backend", c.backend) for n, c in cfg.clusters.items()
     ]:
-        if cl not in BACKENDS:
-            raise ConfigError(f"{where}: key {shown(name)} must be one of {', '.join(BACKENDS)}, got {_value(cl)}")
+        known = backend_names()
+        if cl not in known:
+            raise ConfigError(f"{where}: key {shown(name)} must be one of {', '.join(known)}, got {_value(cl)}")
     return cfg
 
 

@@ -8,10 +8,14 @@ from cockpit.core.actions import Actions, yes_policy
 from cockpit.errors import BackendError
 from cockpit.plugins.host import check_context
 from cockpit.remote.probes import NoProbes
+from cockpit.backends.base import Capabilities
 
 
 class NoBackend:
     """For checks that must not need the cluster (a --log judged from a file)."""
+
+    def capabilities(self):  # a test double declares what it implements, by type
+        return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
 
     name = "none"
     description = "no backend (test)"

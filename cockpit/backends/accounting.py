@@ -2,10 +2,11 @@
 sacctmgr), and the scheduler's own views that need no database (sprio,
 reservations, one job's detail, ``squeue --start``).
 
-A backend offers them as ``await backend.accounting()`` (None where Slurm has
-no slurmdbd: ``scontrol show config`` says ``AccountingStorageType =
-accounting_storage/none``; ``backend.accounting_why`` then says so in one
-line) and ``backend.scheduling()``. Every query says what it cost
+The CLI backend declares them as its ``accounting`` and ``scheduling``
+capabilities (:class:`SlurmOffers`): ``await caps.accounting.accounting()`` is
+None where Slurm has no slurmdbd (``scontrol show config`` says
+``AccountingStorageType = accounting_storage/none``; ``accounting_why`` then
+says so in one line). Every query says what it cost
 (:class:`~cockpit.models.accounting.QueryCost`) and is bounded: sacct always by
 a time window (``-S now-Ns -E now-Ms``: relative to the cluster's own clock and
 time zone), ``-X`` where steps are not needed, a state filter, and at most one
@@ -334,46 +335,52 @@ class AccountingUnavailable(BackendError):
     """This cluster (or backend) has no accounting; the message says why, in one line."""
 
 
-async def _config(backend: Any) -> dict[str, str]:
-    cached = getattr(backend, "_slurm_config", None)
-    if cached is None:
-        cached = await read_config(backend.runner, getattr(backend, "bin_dir", ""),
-                                   max(getattr(backend, "timeout", 30.0), 60.0))
-        backend._slurm_config = cached  # noqa: SLF001 - the backend's own cache slot
-    return cached
+class SlurmOffers:
+    """The CLI backend's accounting and scheduling capabilities (its ``AccountingOffer``
+    and ``SchedulingOffer``). ``scontrol show config`` is read once per session and
+    cached here, on the offer the backend owns: nothing writes onto the backend."""
 
+    def __init__(self, runner: Any, bin_dir: str, timeout: float, name: str) -> None:
+        self.runner = runner
+        self.bin_dir = bin_dir
+        self.timeout = max(timeout, 60.0)
+        self.name = name
+        self.accounting_why = ""  # why accounting() gave None, in one line
+        self._config: dict[str, str] | None = None
+        self._accounting: SlurmAccounting | None = None
+        self._scheduling: SlurmScheduling | None = None
 
-async def offer_accounting(backend: Any) -> SlurmAccounting | None:
-    """The CLI backend's accounting capability, or None (``backend.accounting_why`` then
-    says why). Raises BackendError when scontrol cannot be asked at all."""
-    cap = getattr(backend, "_accounting_cap", None)
-    if cap is not None:
-        return cap
-    if getattr(backend, "runner", None) is None:
-        backend.accounting_why = f"{NOT_CONFIGURED}: {backend.name} reads recorded outputs, not slurmdbd"
-        return None
-    config = await _config(backend)
-    why = accounting_why(config)
-    backend.accounting_why = why
-    if why:
-        return None
-    cap = SlurmAccounting(backend.runner, backend.bin_dir, max(backend.timeout, 60.0),
-                          storage=config.get("AccountingStorageType", ""),
-                          tracked_tres=config.get("AccountingStorageTRES", ""))
-    backend._accounting_cap = cap  # noqa: SLF001
-    return cap
+    async def config(self) -> dict[str, str]:
+        """``scontrol show config``, once. Raises CommandFailed/CommandNotFound/CommandTimeout."""
+        if self._config is None:
+            self._config = await read_config(self.runner, self.bin_dir, self.timeout)
+        return self._config
 
+    async def accounting(self) -> SlurmAccounting | None:
+        """The accounting reader, or None (``accounting_why`` then says why). Raises
+        BackendError when scontrol cannot be asked at all."""
+        if self._accounting is not None:
+            return self._accounting
+        if self.runner is None:
+            self.accounting_why = f"{NOT_CONFIGURED}: {self.name} reads recorded outputs, not slurmdbd"
+            return None
+        config = await self.config()
+        self.accounting_why = accounting_why(config)
+        if self.accounting_why:
+            return None
+        self._accounting = SlurmAccounting(self.runner, self.bin_dir, self.timeout,
+                                           storage=config.get("AccountingStorageType", ""),
+                                           tracked_tres=config.get("AccountingStorageTRES", ""))
+        return self._accounting
 
-async def offer_scheduling(backend: Any) -> SlurmScheduling | None:
-    """sprio, reservations and one job's detail through the backend's Runner (None for
-    a backend without one, such as a replay). Raises BackendError like offer_accounting."""
-    if getattr(backend, "runner", None) is None:
-        return None
-    cap = getattr(backend, "_scheduling_cap", None)
-    if cap is None:
-        cap = SlurmScheduling(backend.runner, backend.bin_dir, max(backend.timeout, 60.0), await _config(backend))
-        backend._scheduling_cap = cap  # noqa: SLF001
-    return cap
+    async def scheduling(self) -> SlurmScheduling | None:
+        """sprio, reservations and one job's detail through the Runner (None without one,
+        as for a replay). Raises BackendError like accounting()."""
+        if self.runner is None:
+            return None
+        if self._scheduling is None:
+            self._scheduling = SlurmScheduling(self.runner, self.bin_dir, self.timeout, await self.config())
+        return self._scheduling
 
 
 def parse_show_config(text: str) -> dict[str, str]:

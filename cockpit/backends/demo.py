@@ -25,6 +25,7 @@ from cockpit.backends._demo.admin import DemoAdmin
 from cockpit.backends._demo.batch import Submissions
 from cockpit.backends._demo.files import DemoFiles
 from cockpit.backends._demo.state import job_model, node_model
+from cockpit.backends.base import Capabilities
 from cockpit.errors import CommandFailed
 from cockpit.hostlist import collapse
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
@@ -57,6 +58,7 @@ class DemoBackend(DemoAdmin):
         self._sim = self._sc.sim
         self._files = DemoFiles(self)  # the shared filesystem: job outputs
         self._batch = Submissions(self)  # jobs submitted with submit_batch
+        self._caps: Capabilities | None = None
 
     # -- what acts and probes for the demo: the simulated cluster, never this machine --
     def action_executor(self, config: object = None):
@@ -201,16 +203,17 @@ class DemoBackend(DemoAdmin):
     async def close(self) -> None:
         return None
 
-    # -- accounting and the scheduler's views, simulated (_demo/accounting.py) ----------
-    async def accounting(self):
-        from cockpit.backends._demo.accounting import demo_accounting
+    # -- what else it can do: accounting and the scheduler's views, simulated --------
+    def capabilities(self) -> Capabilities:
+        """Accounting and scheduling (_demo/accounting.py), job inspection, the gate's
+        executor and probes: all answered from the simulated cluster."""
+        if self._caps is None:
+            from cockpit.backends._demo.accounting import DemoOffers
 
-        return demo_accounting(self)
-
-    async def scheduling(self):
-        from cockpit.backends._demo.accounting import demo_scheduling
-
-        return demo_scheduling(self)
+            offers = DemoOffers(self)
+            self._caps = Capabilities(accounting=offers, scheduling=offers, inspection=self, lookup=self,
+                                      executor=self, probes=self, simulated=True)
+        return self._caps
 
     async def fetch_job(self, job_id: int | str) -> Job | None:
         """One job (``123`` or an array task ``123_4``); None once squeue forgot it."""

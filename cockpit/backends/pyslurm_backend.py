@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cockpit.backends._deltafeed import DeltaFeed
+from cockpit.backends.base import Capabilities, streamer
 from cockpit.backends.pyslurm_map import major_minor
 from cockpit.backends.pyslurm_worker import Failed, PyslurmWorker, ThreadWorker, WorkerFailed
 from cockpit.backends.slurm_delta import store_for
@@ -119,6 +120,7 @@ class PyslurmBackend:
         self._worker_failures = 0
         self._stores = {"jobs": store_for("jobs"), "nodes": store_for("nodes")}
         self._synced = {"jobs": False, "nodes": False}  # the worker's differ matches our store
+        self._caps: Capabilities | None = None
 
     @property
     def description(self) -> str:
@@ -199,7 +201,7 @@ class PyslurmBackend:
                 return
             except Failed as exc:
                 self._failed(exc)
-        async for item in getattr(self.cli(), f"stream_{kind}")():
+        async for item in streamer(self.cli().capabilities(), kind)():
             yield item
 
     async def _deltas(self, kind: str) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
@@ -260,6 +262,16 @@ class PyslurmBackend:
     async def job_excluded_nodes(self, job_id: int | str) -> str:
         return await self.cli().job_excluded_nodes(job_id)
 
+    def capabilities(self) -> Capabilities:
+        """pyslurm streams, acts and inspects jobs itself; accounting, the scheduler's
+        views, output paths and probes are its CLI twin's (pyslurm has no calls for them)."""
+        if self._caps is None:
+            twin = self.cli().capabilities()
+            self._caps = Capabilities(streaming=self, accounting=twin.accounting, scheduling=twin.scheduling,
+                                      inspection=self, output_paths=twin.output_paths, executor=self,
+                                      probes=self)
+        return self._caps
+
     async def snapshot(self) -> ClusterSnapshot:
         """Everything at once; a failing part goes into ``errors``. Raises
         BackendError when neither nodes nor jobs could be read."""
@@ -283,7 +295,7 @@ class PyslurmBackend:
         topology = await part("topology", self.fetch_topology(), Topology())
         if self.switched:
             self.warnings[:0] = [f"switched to the slurm-cli backend: {self.switched}"]
-            self.warnings.extend(getattr(self.cli(), "warnings", ()))
+            self.warnings.extend(self.cli().warnings)
         return ClusterSnapshot(
             nodes=nodes or (),
             partitions=partitions,

@@ -1,8 +1,10 @@
-"""Pick the backend: demo, replay, pyslurm (only where it matches), else the CLI."""
+"""Pick the backend: demo, replay, pyslurm (only where it matches), else the CLI,
+or any other backend installed as a ``cockpit.backends`` entry point, by name."""
 
 from __future__ import annotations
 
 from cockpit.config import Config
+from cockpit.entrypoints import BUNDLED, backend_entry_points
 from cockpit.errors import ConfigError
 
 
@@ -17,6 +19,8 @@ async def choose_backend(cfg: Config, runner, replay_dir: str | None = None):
         from cockpit.backends.demo import DemoBackend
 
         return DemoBackend(), "--demo: embedded simulated cluster"
+    if kind not in BUNDLED and kind != "auto":
+        return await _installed(kind, cfg, runner)
     from cockpit.backends.slurm_cli import SlurmCliBackend
 
     cli = SlurmCliBackend(runner, bin_dir=cfg.general.slurm_bin_dir, timeout=cfg.general.command_timeout)
@@ -32,3 +36,18 @@ async def choose_backend(cfg: Config, runner, replay_dir: str | None = None):
     if found.usable:
         return pyslurm_backend.PyslurmBackend(cli=cli, probed=found), f"auto: {found.why}"
     return cli, f"auto: slurm-cli, because {found.why}"
+
+
+async def _installed(name: str, cfg: Config, runner):
+    """A third-party backend: its entry point names a class (or factory) with an async
+    ``from_config(config, runner)`` that returns the backend. Raises ConfigError."""
+    ep = backend_entry_points().get(name)
+    if ep is None:
+        raise ConfigError(f"backend {name!r} is not installed (no 'cockpit.backends' entry point of that name)")
+    try:
+        made = await ep.load().from_config(cfg, runner)
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a broken third-party backend is one line, not a traceback
+        raise ConfigError(f"backend {name!r} ({ep.value}) could not start: {type(exc).__name__}: {exc}") from None
+    return made, f"{name}: asked for in config or flags ({ep.value})"

@@ -35,6 +35,7 @@ from typing import Any
 
 from cockpit.backends import slurm_json, slurm_text
 from cockpit.backends._deltafeed import DeltaFeed
+from cockpit.backends.base import Capabilities
 from cockpit.runner import CommandResult
 from cockpit.backends.slurm_delta import store_for
 from cockpit.backends.slurm_json_common import slurm_errors
@@ -101,6 +102,8 @@ class SlurmCliBackend:
         self._sizes: dict[str, int] = {}
         self._parsed_text: dict[str, tuple[Any, Any]] = {}  # key -> (output, parsed)
         self._nodes_first: asyncio.Event | None = None  # set once a first nodes load ended
+        self._offers: Any = None
+        self._caps: Capabilities | None = None
 
     # -- what acts and probes for this backend ---------------------------------
     cannot_act = ""
@@ -189,21 +192,24 @@ class SlurmCliBackend:
         return out
 
     # -- optional capabilities: accounting (slurmdbd) and the scheduler's views ------
-    accounting_why = ""  # why accounting() gave None, in one line
+    def offers(self) -> Any:
+        """sacct/sacctmgr/sshare/assoc_mgr and sprio/reservations/squeue --start
+        (cockpit.backends.accounting.SlurmOffers): this backend's accounting and
+        scheduling capabilities, asking ``scontrol show config`` once."""
+        if self._offers is None:
+            from cockpit.backends.accounting import SlurmOffers
 
-    async def accounting(self) -> Any:
-        """sacct/sacctmgr/sshare/assoc_mgr (cockpit.backends.accounting.SlurmAccounting),
-        or None where ``scontrol show config`` names no slurmdbd (``accounting_why``
-        says so). Raises BackendError when scontrol cannot be asked."""
-        from cockpit.backends.accounting import offer_accounting
+            self._offers = SlurmOffers(self.runner, self.bin_dir, self.timeout, self.name)
+        return self._offers
 
-        return await offer_accounting(self)
-
-    async def scheduling(self) -> Any:
-        """sprio, reservations, one job's detail, squeue --start (SlurmScheduling)."""
-        from cockpit.backends.accounting import offer_scheduling
-
-        return await offer_scheduling(self)
+    def capabilities(self) -> Capabilities:
+        """Streaming loads, accounting, scheduling, job inspection, the gate's executor
+        and probes: all through this backend's Runner (a replay has none to run)."""
+        if self._caps is None:
+            offers = self.offers()
+            self._caps = Capabilities(streaming=self, accounting=offers, scheduling=offers, inspection=self,
+                                      output_paths=self, executor=self, probes=self)
+        return self._caps
 
     def _prog(self, name: str) -> str:
         import os

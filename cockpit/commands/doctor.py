@@ -29,11 +29,11 @@ async def _pyslurm(session) -> dict[str, Any]:
     from cockpit.backends import pyslurm_backend
 
     backend = session.backend
-    probed = getattr(backend, "probed", None)
-    if backend.name == "pyslurm" and probed is not None:
+    probed = backend.probed if isinstance(backend, pyslurm_backend.PyslurmBackend) else None
+    if probed is not None:
         out = {"version": probed.pyslurm, "adapter": probed.generation, "slurm": probed.slurm,
                "chosen": True, "why": probed.why}
-        if getattr(backend, "switched", ""):
+        if backend.switched:
             out.update(chosen=False, why=f"switched to slurm-cli at run time: {backend.switched}")
         return out
     if backend.name in ("demo", "replay") or session.runner is None:

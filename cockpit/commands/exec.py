@@ -43,7 +43,8 @@ def simulated_nodes(session):
     """The simulated cluster's nodes (its probe runner, which serves as a pool) when the
     backend is simulated, else None: the demo never reaches a real node over SSH."""
     backend = session.backend
-    return backend.probe_runner(session.config) if getattr(backend, "simulated", False) else None
+    caps = backend.capabilities()
+    return caps.probes.probe_runner(session.config) if caps.simulated and caps.probes is not None else None
 
 
 class _MiniParser(argparse.ArgumentParser):

@@ -16,10 +16,13 @@ def register(sub) -> None:
 
 
 async def run(args, session) -> int:
+    from cockpit.backends.pyslurm_backend import PyslurmBackend
+    from cockpit.backends.slurm_cli import SlurmCliBackend
+
     backend = session.backend
-    if backend.name == "pyslurm":  # no raw outputs of its own: record the same local Slurm's commands
+    if isinstance(backend, PyslurmBackend):  # no raw outputs of its own: record the same local Slurm's commands
         backend = backend.cli()
-    if not hasattr(backend, "on_output") or backend.name != "slurm-cli":
+    if not isinstance(backend, SlurmCliBackend) or backend.name != "slurm-cli":
         raise UsageError(f"record needs a live Slurm (the {backend.name} backend has no raw outputs)")
     target = Path(args.dir).expanduser()
     try:

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from cockpit.backends.accounting import NOT_CONFIGURED, AccountingUnavailable, Answer, JobQuery
+from cockpit.backends.base import Backend
 from cockpit.errors import UsageError
 from cockpit.models.accounting import FINISHED_STATES, JobRecord, QueryCost
 
@@ -37,26 +38,21 @@ _STATE_WORDS = {
 MAX_WINDOW_S = 366 * 86400  # a longer window is refused: sacct would read the whole database
 
 
-async def require_accounting(backend: Any) -> Any:
+async def require_accounting(backend: Backend) -> Any:
     """The backend's accounting capability. Raises AccountingUnavailable (one line)."""
-    offer = getattr(backend, "accounting", None)
-    if offer is None and callable(getattr(backend, "cli", None)):
-        backend = backend.cli()  # pyslurm: its accounting is the CLI's
-        offer = getattr(backend, "accounting", None)
+    offer = backend.capabilities().accounting
     if offer is None:
-        raise AccountingUnavailable(f"{NOT_CONFIGURED}: the {getattr(backend, 'name', '?')} backend offers no accounting")
-    cap = await offer()
+        raise AccountingUnavailable(f"{NOT_CONFIGURED}: the {backend.name} backend offers no accounting")
+    cap = await offer.accounting()
     if cap is None:
-        raise AccountingUnavailable(getattr(backend, "accounting_why", "") or NOT_CONFIGURED)
+        raise AccountingUnavailable(offer.accounting_why or NOT_CONFIGURED)
     return cap
 
 
-async def scheduling_of(backend: Any) -> Any:
+async def scheduling_of(backend: Backend) -> Any:
     """sprio, reservations and job detail, or None where the backend has none."""
-    offer = getattr(backend, "scheduling", None)
-    if offer is None and callable(getattr(backend, "cli", None)):
-        offer = getattr(backend.cli(), "scheduling", None)
-    return None if offer is None else await offer()
+    offer = backend.capabilities().scheduling
+    return None if offer is None else await offer.scheduling()
 
 
 def parse_span(text: str, flag: str = "--since") -> int:

@@ -375,9 +375,9 @@ def actions_for_backend(backend: Any, config: Any, *, read_only: bool, confirm: 
     Raises ConfigError when the audit log path is unusable."""
     from cockpit.core.audit import AuditLog
 
-    make = getattr(backend, "action_executor", None)
-    executor = make(config) if make is not None else None
-    why = getattr(backend, "cannot_act", "") if executor is None else ""
+    offer = backend.capabilities().executor
+    executor = offer.action_executor(config) if offer is not None else None
+    why = "" if executor is not None else (offer.cannot_act if offer is not None else f"the {backend.name} backend cannot act")
     return Actions(executor, read_only=bool(read_only), audit=AuditLog.from_config(config),
                    confirm=confirm, cannot_act=why)
 

@@ -167,12 +167,10 @@ async def resolve_path(job: Any, backend: Any = None, *, stderr: bool = False) -
     label = "stderr" if stderr else "stdout"
     if raw != DEV_NULL:
         return path_for(job, stderr=stderr)
-    ask = getattr(backend, "job_output_paths", None)
-    if ask is None and callable(getattr(backend, "cli", None)):  # pyslurm: its CLI twin asks scontrol
-        ask = getattr(backend.cli(), "job_output_paths", None)
+    ask = backend.capabilities().output_paths if backend is not None else None
     if ask is None:
         raise JobLogError(f"job {job.job_id} writes its {label} to /dev/null: nothing to read")
-    fields = await ask(job.job_id)
+    fields = await ask.job_output_paths(job.job_id)
     got = trusted_output(job, fields.get("StdErr" if stderr else "StdOut", ()))
     if got is None:
         raise JobLogError(f"job {job.job_id}: squeue says its {label} goes to /dev/null and scontrol names no "

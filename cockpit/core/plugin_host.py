@@ -23,7 +23,8 @@ class BackendCluster:
 
     def __init__(self, backend: Any) -> None:
         self._backend = backend
-        self.description = getattr(backend, "description", getattr(backend, "name", "backend"))
+        self._caps = backend.capabilities()
+        self.description = backend.description
 
     async def nodes(self) -> tuple[Node, ...]:
         return await self._backend.fetch_nodes()
@@ -32,21 +33,20 @@ class BackendCluster:
         return await self._backend.fetch_jobs()
 
     async def job(self, job_id: int | str) -> Job | None:
-        fetch = getattr(self._backend, "fetch_job", None)
-        if fetch is not None:
-            return await fetch(job_id)
+        if self._caps.lookup is not None:
+            return await self._caps.lookup.fetch_job(job_id)
         want = str(job_id)
         return next((j for j in await self._backend.fetch_jobs()
                      if str(j.job_id) == want or j.display_id == want), None)
 
     async def job_excluded_nodes(self, job_id: int | str) -> str:
-        read = getattr(self._backend, "job_excluded_nodes", None)
-        return await read(job_id) if read is not None else ""
+        read = self._caps.inspection
+        return await read.job_excluded_nodes(job_id) if read is not None else ""
 
     async def job_state(self, job_id: int | str) -> tuple[str, str]:
-        read = getattr(self._backend, "job_state", None)
+        read = self._caps.inspection
         if read is not None:
-            return await read(job_id)
+            return await read.job_state(job_id)
         job = await self.job(job_id)
         return ("GONE", "") if job is None else (job.state, job.reason)
 

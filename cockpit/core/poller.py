@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cockpit.backends.base import RESOURCE_KINDS
+from cockpit.backends.base import RESOURCE_KINDS, Backend, fetcher, streamer
 from cockpit.models import ClusterSnapshot, Topology
 
 ADAPT_FACTOR = 5.0
@@ -157,7 +157,7 @@ class Poller:
 
     def __init__(
         self,
-        backend: Any,
+        backend: Backend,
         on_update: UpdateCallback,
         intervals: Mapping[str, float] | None = None,
         *,
@@ -167,6 +167,7 @@ class Poller:
         node_kinds: Mapping[str, NodeKind] | None = None,
     ) -> None:
         self.backend = backend
+        self._caps = backend.capabilities()  # declared once: streams, simulated
         self.on_update = on_update
         self.intervals = {**DEFAULT_INTERVALS, **{k: float(v) for k, v in (intervals or {}).items() if k in RESOURCE_KINDS}}
         self.clock, self._sleep, self._timer = clock, sleep, timer
@@ -260,14 +261,14 @@ class Poller:
         return snap
 
     async def _fetch(self, kind: str) -> None:
-        stream = getattr(self.backend, f"stream_{kind}", None)
+        stream = streamer(self._caps, kind)
         start = self._timer()
         before = self._data[kind]
         try:
-            if callable(stream):
+            if stream is not None:
                 data = await self._consume(kind, stream())
             else:
-                data = await getattr(self.backend, f"fetch_{kind}")()
+                data = await fetcher(self.backend, kind)()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure becomes "stale", never a crash
@@ -310,10 +311,10 @@ class Poller:
             jobs=tuple(self._data["jobs"]),
             topology=self._data["topology"],
             fetched_at=st.data_time or 0.0,
-            source=getattr(self.backend, "description", ""),
+            source=self.backend.description,
             slurm_version=self._version,
             errors=errors,
-            simulated=bool(getattr(self.backend, "simulated", False) or getattr(self.backend, "name", "") == "demo"),
+            simulated=self._caps.simulated,
         )
 
     def next_wake(self, *, cluster_busy: bool = False) -> float:

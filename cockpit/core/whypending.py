@@ -41,7 +41,7 @@ async def why_pending(backend: Any, job_id: str, now: float, *, start_estimate: 
         raise UsageError(f"job id {job_id!r}: expected a number such as 123 or 123_4")
     sched = await scheduling_of(backend)
     if sched is None:
-        raise UsageError(f"the {getattr(backend, 'name', '?')} backend cannot ask Slurm why a job waits")
+        raise UsageError(f"the {backend.name} backend cannot ask Slurm why a job waits")
     asks = asks_from_detail(job_id, await _detail(sched, job_id))
     if asks.state != "PENDING":
         raise UsageError(f"job {job_id} is {asks.state or 'not known'}, not pending: nothing to explain"
@@ -110,11 +110,11 @@ async def _limits(backend, asks: Asks, notes, costs):
 
 
 async def _state(backend, job: str) -> str:
-    ask = getattr(backend, "job_state", None)
+    ask = backend.capabilities().inspection
     if not job or ask is None:
         return ""
     try:
-        return (await ask(job))[0]
+        return (await ask.job_state(job))[0]
     except (BackendError, ParseError):
         return ""
 

@@ -26,7 +26,7 @@ def check_context(*, backend: Any, actions: Actions, probes: Any, config: Mappin
         actions=PluginGate(actions),
         config=config,
         read_only=actions.read_only,
-        simulated=bool(getattr(backend, "simulated", False)),
+        simulated=backend.capabilities().simulated,
     )
     if progress is not None:
         ctx.progress = progress

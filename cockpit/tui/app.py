@@ -55,8 +55,8 @@ __all__ = ["KEY_HELP", "CockpitApp", "probes_for"]
 
 def probes_for(backend: Any, config: Config) -> Any:
     """The backend's probe runner (read-only commands on its nodes), or None when it brings none."""
-    make = getattr(backend, "probe_runner", None)
-    return make(config) if make is not None else None
+    offer = backend.capabilities().probes
+    return offer.probe_runner(config) if offer is not None else None
 
 
 class CockpitApp(App):
@@ -145,11 +145,11 @@ class CockpitApp(App):
     # -- facts -------------------------------------------------------------
     @property
     def simulated(self) -> bool:
-        return bool(getattr(self.backend, "simulated", False))
+        return self.backend.capabilities().simulated
 
     @property
     def backend_name(self) -> str:
-        return str(getattr(self.backend, "name", "this backend"))
+        return self.backend.name
 
     def gate(self) -> Actions:
         """The one gate for this session's actions (the operator's and plugins'), confirming

@@ -51,7 +51,7 @@ async def test_show_job_is_slurms_layout_and_says_what_the_scheduler_view_says(d
     backend, probes, _ = demo
     real = parse_scontrol_kv((DATA / "slurm-24.11" / "scontrol-d-show-job.txt").read_text())
     real_keys = list(next(r for r in real if r["JobId"] == "3"))  # a running two-node batch job
-    sched = await backend.scheduling()
+    sched = await backend.capabilities().scheduling.scheduling()
     for job in list(backend._sim.jobs.values())[:40]:
         rc, text, _ = ask(probes, "", "scontrol", "show", "job", str(job.job_id))
         assert rc == 0 and text.startswith("JobId=") and f"JobId={job.job_id} " in text and text.endswith("\n   \n\n")

@@ -24,6 +24,7 @@ from cockpit.backends.pyslurm_worker import Failed, ThreadWorker
 from cockpit.core.actions import build_custom_plan, build_plan
 from cockpit.models import Job, Node
 from cockpit.models.actions import Params, TargetResult
+from cockpit.backends.base import Capabilities
 
 
 def stand_in_job(**over):
@@ -302,6 +303,9 @@ def test_source_finds_a_slurm_upgrade_at_run_time():
 class FakeCli:
     description = "slurm-cli via local"
     warnings: list = []
+
+    def capabilities(self):  # a test double declares what it implements, by type
+        return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
 
     async def version(self):
         return "25.05.1"

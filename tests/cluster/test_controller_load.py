@@ -48,6 +48,7 @@ from pathlib import Path
 import pytest
 
 from clusterlib import cancel, run, submit
+from cockpit.backends.base import Capabilities
 
 pytestmark = pytest.mark.cluster
 
@@ -88,6 +89,9 @@ def test_parse_sdiag_on_recorded_output():
 
 class CountingBackend:
     """The real backend, with each fetch (or stream) per kind counted."""
+
+    def capabilities(self):  # a test double declares what it implements, by type
+        return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
 
     def __init__(self, inner) -> None:
         self._inner = inner

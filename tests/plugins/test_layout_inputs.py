@@ -16,6 +16,7 @@ from cockpit_layout import plugin
 from cockpit_layout.alloc import from_job, parse_topo_m, planned_nodes
 from cockpit_layout.rules import Plan, analyze
 from cockpit_layout.spec import TP_PP_DP_ORDER, LayoutSpec, merge, parse_deepspeed_config, parse_megatron_args
+from cockpit.backends.base import Capabilities
 
 DATA = Path(__file__).parent.parent / "data" / "layout"
 TREE = Topology("tree", switches=(
@@ -129,6 +130,9 @@ def test_pending_job_gets_placeholder_nodes():
 
 class FakeBackend:
     """A test double holding cockpit models, as a real backend would return them."""
+
+    def capabilities(self):  # a test double declares what it implements, by type
+        return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
 
     name = "fake"
     description = "fake"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cockpit.errors import CommandFailed
 from cockpit.models import GpuGroup, Job, JobGpus, Node, Partition, Switch, Topology
+from cockpit.backends.base import Capabilities
 
 NOW = 1_700_000_000
 
@@ -46,6 +47,9 @@ def small_cluster(jobs_extra: int = 0):
 
 class FakeBackend:
     """Backend protocol over ``small_cluster``; ``fail`` makes every fetch raise until cleared."""
+
+    def capabilities(self):  # a test double declares what it implements, by type
+        return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
 
     name = "fake"
     description = "fake test cluster"

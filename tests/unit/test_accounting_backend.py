@@ -65,7 +65,7 @@ def _exit_fields(version: str) -> bytes:
 @pytest.mark.parametrize("version", ["22.05", "24.11"])
 async def test_history_query_is_bounded_and_exit_codes_are_right(version):
     b, runner = backend(version)
-    acct = await b.accounting()
+    acct = await b.capabilities().accounting.accounting()
     acct.clock = lambda: NOW
     answer = await acct.jobs(JobQuery(start=int(NOW) - 86400))
     fail = [j for j in answer.items if j.name == "rec-acct-fail"][-1]
@@ -84,7 +84,7 @@ async def test_history_query_is_bounded_and_exit_codes_are_right(version):
 
 async def test_parsable_when_sacct_has_no_json():
     b, runner = backend("24.11", extra=[(("sacct", "--json"), ("", 1, "sacct: unrecognized option '--json'"))])
-    acct = await b.accounting()
+    acct = await b.capabilities().accounting.accounting()
     answer = await acct.jobs(JobQuery(start=int(NOW) - 3600))
     assert acct.use_json is False and any(j.name == "rec-acct-timeout" for j in answer.items)
     parsable = runner.calls[-1]
@@ -93,7 +93,7 @@ async def test_parsable_when_sacct_has_no_json():
 
 async def test_node_events_argv():
     b, runner = backend("22.05")
-    acct = await b.accounting()
+    acct = await b.capabilities().accounting.accounting()
     acct.clock = lambda: NOW
     answer = await acct.node_events("node03", int(NOW) - 14 * 86400)
     assert [e.reason for e in answer.items][-2:] == ["rec: Xid 79 GPU has fallen off the bus", "rec: Xid 79 again"]
@@ -104,7 +104,7 @@ async def test_without_slurmdbd_accounting_is_none_and_says_why():
     config = recorded("22.05", "scontrol-show-config.txt").decode().replace(
         "accounting_storage/slurmdbd", "accounting_storage/none")
     b, runner = backend("22.05", extra=[(("scontrol", "config"), (config, 0, ""))])
-    assert await b.accounting() is None
-    assert b.accounting_why.startswith("accounting is not configured") and "accounting_storage/none" in b.accounting_why
+    assert await b.capabilities().accounting.accounting() is None
+    assert b.capabilities().accounting.accounting_why.startswith("accounting is not configured") and "accounting_storage/none" in b.capabilities().accounting.accounting_why
     assert not any("sacct" in " ".join(c) for c in runner.calls)
-    assert await b.scheduling() is not None  # sprio and reservations need no slurmdbd
+    assert await b.capabilities().scheduling.scheduling() is not None  # sprio and reservations need no slurmdbd

@@ -12,12 +12,17 @@ from cockpit.config import Config, General
 from cockpit.core.audit import read_audit
 from cockpit.core.session import Session
 from test_actions_exec import ScriptedRunner  # tests/unit is on sys.path (rootdir-less layout)
+from cockpit.backends.base import Capabilities
 
 
 class _Backend:
     """A backend whose executor runs the steps through the replaying Runner."""
 
+    def capabilities(self):  # a test double declares what it implements, by type
+        return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
+
     name = "fake"
+    cannot_act = ""
 
     def __init__(self, runner):
         self.runner = runner

@@ -12,6 +12,7 @@ from cockpit.core.joblog import (
     JobLogError, default_output, expand_pattern, open_job_output, path_for, resolve_path, trusted_output,
 )
 from cockpit.models import Job
+from cockpit.backends.base import Capabilities
 
 
 def job(**kw):
@@ -43,6 +44,9 @@ def test_patterns_expand():
 class Backend:
     def __init__(self, fields):
         self.fields = fields
+
+    def capabilities(self):  # a test double declares what it implements, by type
+        return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
 
     async def job_output_paths(self, job_id):
         return self.fields

@@ -20,6 +20,7 @@ from cockpit.backends.slurm_json import parse_scontrol_nodes, parse_squeue
 from cockpit.backends.parseproc import ParseWorker
 from cockpit.core.poller import Poller
 from cockpit.errors import CommandFailed, CommandNotFound, CommandTimeout, ParseError
+from cockpit.backends.base import Capabilities
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SQUEUE = DATA / "slurm-24.11/squeue.json"
@@ -128,6 +129,9 @@ async def test_a_command_failing_mid_stream_is_reported_and_the_worker_survives(
 class StreamingBackend:
     name, description = "streaming", "test"
 
+    def capabilities(self):  # a test double declares what it implements, by type
+        return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
+
     def __init__(self, jobs):
         self.jobs = jobs
 
@@ -137,6 +141,9 @@ class StreamingBackend:
     async def stream_jobs(self):
         yield self.jobs[:1], False
         yield self.jobs, True
+
+    async def stream_nodes(self):
+        yield (), True
 
     async def fetch_nodes(self):
         return ()

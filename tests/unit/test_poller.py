@@ -22,6 +22,9 @@ class Clock:
 class Scripted:
     """Each fetch pops the next scripted outcome (a value or an exception); durations come from a timer."""
 
+    def capabilities(self):  # a test double declares what it implements, by type
+        return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
+
     name, description = "scripted", "scripted backend"
 
     def __init__(self, clock: Clock, durations: dict[str, float] | None = None) -> None:
@@ -175,6 +178,7 @@ async def test_run_loop_polls_and_can_be_cancelled():
 
 # -- node kinds (GPU telemetry): read from the nodes on screen, in the same event loop --------
 from cockpit.core.poller import IDLE_RECHECK, NodeKind  # noqa: E402
+from cockpit.backends.base import Capabilities
 
 
 class Nodes:

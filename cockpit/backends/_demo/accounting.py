@@ -248,15 +248,22 @@ def job_fields(j: Any) -> dict[str, str]:
             "ReqNodeList": ",".join(j.req_nodes) or "(null)", "ExcNodeList": ",".join(j.excluded) or "(null)"}
 
 
-def demo_accounting(backend: Any) -> DemoAccounting:
-    cap = getattr(backend, "_demo_accounting", None)
-    if cap is None:
-        cap = backend._demo_accounting = DemoAccounting(backend)  # noqa: SLF001 - cached on its backend
-    return cap
+class DemoOffers:
+    """The demo's accounting and scheduling capabilities (it has slurmdbd, simulated)."""
 
+    accounting_why = ""
 
-def demo_scheduling(backend: Any) -> DemoScheduling:
-    cap = getattr(backend, "_demo_scheduling", None)
-    if cap is None:
-        cap = backend._demo_scheduling = DemoScheduling(backend)  # noqa: SLF001
-    return cap
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+        self._accounting: DemoAccounting | None = None
+        self._scheduling: DemoScheduling | None = None
+
+    async def accounting(self) -> DemoAccounting:
+        if self._accounting is None:
+            self._accounting = DemoAccounting(self._backend)
+        return self._accounting
+
+    async def scheduling(self) -> DemoScheduling:
+        if self._scheduling is None:
+            self._scheduling = DemoScheduling(self._backend)
+        return self._scheduling
