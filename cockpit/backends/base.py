@@ -88,9 +88,8 @@ class JobLookup(Protocol):
 
 @runtime_checkable
 class ExecutorOffer(Protocol):
-    """What runs the gate's steps (cockpit.core.actions) for this backend."""
-
-    cannot_act: str  # why action_executor() gave None, in one line
+    """What runs the gate's steps (cockpit.core.actions) for this backend; None where
+    it cannot act (``Capabilities.cannot_act`` says why)."""
 
     def action_executor(self, config: object) -> Any | None: ...
 
@@ -115,6 +114,7 @@ class Capabilities:
     executor: ExecutorOffer | None = None
     probes: ProbeRunnerOffer | None = None
     simulated: bool = False  # every record is made up (the demo): SIMULATED on every screen
+    cannot_act: str = ""  # why the executor is missing or gives None, in one line
 
     @classmethod
     def by_type(cls, obj: object, *, simulated: bool = False) -> Capabilities:
@@ -126,7 +126,8 @@ class Capabilities:
         return cls(streaming=have(SnapshotStreaming), accounting=have(AccountingOffer),
                    scheduling=have(SchedulingOffer), inspection=have(JobInspection),
                    output_paths=have(JobOutputPaths), lookup=have(JobLookup),
-                   executor=have(ExecutorOffer), probes=have(ProbeRunnerOffer), simulated=simulated)
+                   executor=have(ExecutorOffer), probes=have(ProbeRunnerOffer), simulated=simulated,
+                   cannot_act=str(getattr(obj, "cannot_act", "")))
 
 
 @runtime_checkable

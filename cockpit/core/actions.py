@@ -375,9 +375,9 @@ def actions_for_backend(backend: Any, config: Any, *, read_only: bool, confirm: 
     Raises ConfigError when the audit log path is unusable."""
     from cockpit.core.audit import AuditLog
 
-    offer = backend.capabilities().executor
-    executor = offer.action_executor(config) if offer is not None else None
-    why = "" if executor is not None else (offer.cannot_act if offer is not None else f"the {backend.name} backend cannot act")
+    caps = backend.capabilities()
+    executor = caps.executor.action_executor(config) if caps.executor is not None else None
+    why = "" if executor is not None else (caps.cannot_act or f"the {backend.name} backend cannot act")
     return Actions(executor, read_only=bool(read_only), audit=AuditLog.from_config(config),
                    confirm=confirm, cannot_act=why)
 

@@ -22,7 +22,6 @@ class _Backend:
         return Capabilities.by_type(self, simulated=bool(getattr(self, "simulated", False)))
 
     name = "fake"
-    cannot_act = ""
 
     def __init__(self, runner):
         self.runner = runner

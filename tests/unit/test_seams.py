@@ -68,7 +68,7 @@ def test_what_each_backend_can_do(tmp_path):
     # a replay has no controller to ask: accounting says so in one line, it cannot act
     assert asyncio.run(replay.accounting.accounting()) is None
     assert "reads recorded outputs" in replay.accounting.accounting_why
-    assert replay.executor.action_executor(Config()) is None and "cannot act" in replay.executor.cannot_act
+    assert replay.executor.action_executor(Config()) is None and "cannot act" in replay.cannot_act
 
 
 def test_the_accounting_offer_is_cached_on_itself_not_written_onto_the_backend():
