@@ -58,7 +58,7 @@ accounting_lines() {  # the slurm.conf lines for accounting (or for none)
 render_slurmdbd_conf() {  # render_slurmdbd_conf FILE (nothing when accounting is off)
   acct_enabled || return 0
   render slurmdbd.conf.in HEAD_ADDR="$COCKPIT_CLUSTER_HEAD_ADDR" DBD_PORT="$COCKPIT_CLUSTER_DBD_PORT" \
-    DB_PORT="$COCKPIT_CLUSTER_DB_PORT" DB_PASS="$(db_pass)" > "$1"
+    DB_PORT="$COCKPIT_CLUSTER_DB_PORT" DB_PASS="$(db_pass)" JWT_LINES="$(jwt_lines)" > "$1"
 }
 
 db_sql() { mariadb --no-defaults --socket="$DB_SOCK" -u root -N -B -e "$1"; }

@@ -4,7 +4,7 @@ STARTED=()
 
 install_packages() {
   local p need=()
-  for p in slurm-wlm munge openssh-server openssh-client iproute2 procps util-linux $(acct_packages); do
+  for p in slurm-wlm munge openssh-server openssh-client iproute2 procps util-linux $(acct_packages) $(rest_packages); do
     dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
   done
   [ ${#need[@]} -eq 0 ] && return 0
@@ -95,6 +95,7 @@ install_configs() {
   render slurm.conf.in NAME="$COCKPIT_CLUSTER_NAME" HEAD_ADDR="$COCKPIT_CLUSTER_HEAD_ADDR" \
     CTLD_PORT="$COCKPIT_CLUSTER_CTLD_PORT" SLURMD_PORT="$COCKPIT_CLUSTER_SLURMD_PORT" \
     CONF_DIR="$COCKPIT_CLUSTER_CONF_DIR" NODE_LINES="$(node_lines)" ACCOUNTING_LINES="$(accounting_lines)" \
+    JWT_LINES="$(jwt_lines)" \
     > "$tmp/slurm.conf"
   render_slurmdbd_conf "$tmp/slurmdbd.conf"
   # Clients inside jobs (see TaskProlog in slurm.conf.in).
@@ -285,6 +286,8 @@ write_env() {
       echo "export COCKPIT_TEST_QOS_GPU=$ACCT_QOS"
       echo "export COCKPIT_TEST_QOS_GPU_LIMIT=$ACCT_QOS_GPUS"
     fi
+    write_rest_env
   } > "$f.tmp"
+  chmod 600 "$f.tmp"  # it holds a JWT (SLURM_JWT): a secret, readable by root alone
   mv "$f.tmp" "$f"
 }
