@@ -74,13 +74,24 @@ class Tui:
 
 
 @dataclass(frozen=True)
+class Rest:
+    url: str = _f("", "slurmrestd's URL for the slurmrestd backend: http://host:6820, https://..., or unix:/path/to/socket; empty = $SLURMRESTD_URL.")
+    token_file: str = _f("", "File holding the JWT (SLURM_JWT=... as scontrol token prints it, or the bare token); refused when group or others can read it. $SLURM_JWT wins when set.")
+    token_command: str = _f("", "Command that prints a JWT (e.g. scontrol token lifespan=3600), split like a shell line but run without one; used when neither $SLURM_JWT nor token_file gives one.")
+    user_name: str = _f("", "X-SLURM-USER-NAME to send (behind an authenticating proxy); empty = the user the token was made for.")
+    verify_tls: bool = _f(True, "Check slurmrestd's TLS certificate (https URLs).")
+    timeout: float = _f(30.0, "Seconds before a slurmrestd request is given up.")
+
+
+@dataclass(frozen=True)
 class Cluster:
     host: str = _f("", "Login node to run Slurm commands on (SSH).")
     backend: str = _f("auto", "Backend for this cluster.")
     jump_host: str = _f("", "Jump host to reach this cluster's compute nodes.")
+    rest_url: str = _f("", "slurmrestd URL of this cluster (the slurmrestd backend); replaces [rest] url.")
 
 
-SECTIONS = {"general": General, "refresh": Refresh, "ssh": Ssh, "tui": Tui}
+SECTIONS = {"general": General, "refresh": Refresh, "ssh": Ssh, "tui": Tui, "rest": Rest}
 
 
 @dataclass(frozen=True)
@@ -89,9 +100,11 @@ class Config:
     refresh: Refresh = field(default_factory=Refresh)
     ssh: Ssh = field(default_factory=Ssh)
     tui: Tui = field(default_factory=Tui)
+    rest: Rest = field(default_factory=Rest)
     clusters: dict[str, Cluster] = field(default_factory=dict)
     plugins: dict[str, dict[str, Any]] = field(default_factory=dict)
     path: str | None = None  # the file it came from, None for defaults
+    cluster: str = ""  # the [clusters.NAME] in use (--cluster NAME), "" for none: audit lines name it
 
 
 def shown(text: str) -> str:

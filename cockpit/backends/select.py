@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cockpit.config import Config
 from cockpit.entrypoints import BUNDLED, backend_entry_points
-from cockpit.errors import ConfigError
+from cockpit.errors import CockpitError, ConfigError
 
 
 async def choose_backend(cfg: Config, runner, replay_dir: str | None = None):
@@ -46,7 +46,7 @@ async def _installed(name: str, cfg: Config, runner):
         raise ConfigError(f"backend {name!r} is not installed (no 'cockpit.backends' entry point of that name)")
     try:
         made = await ep.load().from_config(cfg, runner)
-    except ConfigError:
+    except CockpitError:  # its own one-line errors keep their exit codes (3: not reachable)
         raise
     except Exception as exc:  # noqa: BLE001 - a broken third-party backend is one line, not a traceback
         raise ConfigError(f"backend {name!r} ({ep.value}) could not start: {type(exc).__name__}: {exc}") from None

@@ -208,7 +208,7 @@ class SlurmCliBackend:
         if self._caps is None:
             offers = self.offers()
             self._caps = Capabilities(streaming=self, accounting=offers, scheduling=offers, inspection=self,
-                                      output_paths=self, executor=self, probes=self)
+                                      output_paths=self, executor=self, probes=self, cannot_act=self.cannot_act)
         return self._caps
 
     def _prog(self, name: str) -> str:

@@ -180,18 +180,24 @@ class SlurmExecutor:
         m = re.search(r"(?:^|\s)State=(\S+)", res.text())
         if res.returncode != 0 or not m:
             return None
-        state = m.group(1).upper()
-        flags = set(re.split(r"[+*]", state))
-        drain = bool({"DRAIN", "DRAINED", "DRAINING"} & flags)
-        # Slurm accepted the command, so a node in another state was changed since:
-        # say so rather than report another operator's result as ours.
-        since = "; it changed after our command (another operator?)"
-        if action == "drain" and not drain:
-            return f"node not draining (State={state}){since}"
-        if action in ("resume", "undrain") and drain:
-            return f"node still draining (State={state}){since}"
-        if action == "down" and "DOWN" not in flags:
-            return f"node not down (State={state}){since}"
-        if action == "reboot" and "REBOOT" not in state and not drain:
-            return f"no reboot pending (State={state})"
-        return None
+        return node_state_problem(action, m.group(1))
+
+
+def node_state_problem(action: str, state: str) -> str | None:
+    """Why a node read back after ``action`` is not as promised (None: it is). ``state``
+    is Slurm's (``IDLE+DRAIN``, ``down*``). Every executor reads back with this."""
+    state = state.upper()
+    flags = set(re.split(r"[+*]", state))
+    drain = bool({"DRAIN", "DRAINED", "DRAINING"} & flags)
+    # Slurm accepted the command, so a node in another state was changed since:
+    # say so rather than report another operator's result as ours.
+    since = "; it changed after our command (another operator?)"
+    if action == "drain" and not drain:
+        return f"node not draining (State={state}){since}"
+    if action in ("resume", "undrain") and drain:
+        return f"node still draining (State={state}){since}"
+    if action == "down" and "DOWN" not in flags:
+        return f"node not down (State={state}){since}"
+    if action == "reboot" and "REBOOT" not in state and not drain:
+        return f"no reboot pending (State={state})"
+    return None

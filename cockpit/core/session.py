@@ -4,7 +4,7 @@ the Runner for Slurm commands (local or SSH), the Backend, read-only state."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit.config import Config, load_config, with_overrides
@@ -27,6 +27,13 @@ class Session:
             await close()
 
 
+def cluster_names(cfg: Config) -> list[str]:
+    """The configured clusters, for ``--cluster all``. Raises ConfigError when there are none."""
+    if not cfg.clusters:
+        raise ConfigError("--cluster all: the config has no [clusters.NAME] tables")
+    return sorted(cfg.clusters)
+
+
 def _cluster_overrides(cfg: Config, name: str | None) -> Config:
     if not name:
         return cfg
@@ -34,6 +41,9 @@ def _cluster_overrides(cfg: Config, name: str | None) -> Config:
         known = ", ".join(sorted(cfg.clusters)) or "none configured"
         raise ConfigError(f"unknown cluster {name!r} (known: {known})")
     c = cfg.clusters[name]
+    cfg = replace(cfg, cluster=name)
+    if c.rest_url:
+        cfg = replace(cfg, rest=replace(cfg.rest, url=c.rest_url))
     return with_overrides(cfg, host=c.host or None, backend=c.backend if c.backend != "auto" else None)
 
 
@@ -62,6 +72,6 @@ async def open_session(args: argparse.Namespace) -> Session:
     replay = getattr(args, "replay", None)
     from cockpit.backends.select import choose_backend
 
-    runner = None if (cfg.general.backend == "demo" or replay) else make_runner(cfg)
+    runner = None if (cfg.general.backend in ("demo", "slurmrestd") or replay) else make_runner(cfg)
     backend, reason = await choose_backend(cfg, runner, replay_dir=replay)
     return Session(cfg, backend, runner, cfg.general.read_only, reason)
