@@ -15,16 +15,8 @@ import sys
 
 from cockpit import __version__
 from cockpit.entrypoints import backend_names
-from cockpit.errors import EXIT_USAGE, CockpitError
-
-
-def one_line(text: str) -> str:
-    """``text`` with every non-printable character escaped (\\n, \\x1b ...): messages echo
-    argv and cluster strings, and a newline or a terminal escape sequence in them must
-    neither split the one-line error nor reach the terminal raw."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+from cockpit.errors import EXIT_USAGE, CockpitError, UsageError
+from cockpit.text import one_line
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,7 +29,7 @@ _GLOBAL_OPTIONS: tuple[tuple[str, dict], ...] = (
     ("--demo", {"action": "store_true", "help": "use the embedded simulated cluster"}),
     ("--replay", {"metavar": "DIR", "help": "read a directory made by 'cockpit record'"}),
     ("--host", {"metavar": "HOST", "help": "run Slurm commands on HOST over SSH"}),
-    ("--cluster", {"metavar": "NAME", "help": "use [clusters.NAME] from the config"}),
+    ("--cluster", {"metavar": "NAME", "help": "use [clusters.NAME] from the config; all: every one (headless commands)"}),
     ("--backend", {"choices": backend_names(), "help": "auto, or an installed backend by name"}),
     ("--read-only", {"action": "store_true", "help": "refuse every action"}),
 )
@@ -80,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 async def _run(args: argparse.Namespace) -> int:
     from cockpit.core.session import open_session
 
+    if getattr(args, "cluster", None) == "all":
+        from cockpit.commands._fleet import run_all
+
+        return await run_all(args, _run)
     session = await open_session(args)
     try:
         return await args.func(args, session)
@@ -92,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command is None:
+            if getattr(args, "cluster", None) == "all":
+                raise UsageError("--cluster all is for headless commands; the TUI opens one cluster: --cluster NAME")
             from cockpit.tui.launch import run_tui
 
             return run_tui(args)

@@ -95,3 +95,12 @@ def tail_lines(data: bytes, lines: int = 20) -> list[str]:
     # a progress bar written with \r keeps only its last state, like a terminal would show
     rows = [r.rsplit("\r", 1)[-1] for r in text.splitlines()]
     return [sanitize(r) for r in rows[-lines:]]
+
+
+def one_line(text: str) -> str:
+    """``text`` with every non-printable character escaped (\\n, \\x1b ...): messages echo
+    argv and cluster strings, and a newline or a terminal escape sequence in them must
+    neither split the one-line error nor reach the terminal raw."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -38,16 +38,17 @@ def operator() -> dict[str, str | None]:
 class AuditLog:
     """Appends audit records to ``path``. Raises ConfigError if it cannot."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], cluster: str = "") -> None:
         self.path = Path(path).expanduser()
         self._who = operator()
         self._host = socket.gethostname()
+        self._cluster = cluster  # [clusters.NAME] acted on: with several clusters, the line says which
 
     @classmethod
     def from_config(cls, cfg: Any) -> AuditLog:
         """general.audit_log, or $XDG_STATE_HOME/cockpit/audit.jsonl."""
         configured = getattr(cfg.general, "audit_log", "")
-        return cls(configured or default_audit_log())
+        return cls(configured or default_audit_log(), cluster=getattr(cfg, "cluster", ""))
 
     def check_writable(self) -> None:
         """Create the file (0600, parents 0700) and prove it can be appended to.
@@ -84,6 +85,7 @@ class AuditLog:
             "epoch": round(now, 3),
             **self._who,
             "host": self._host,
+            **({"cluster": self._cluster} if self._cluster else {}),
             "pid": os.getpid(),
             "action": action,
         }
