@@ -99,7 +99,7 @@ class SlurmCliBackend:
         # Last output size per command: once one is big and the Runner is local, the
         # worker runs that command itself and the output never enters this process.
         self._sizes: dict[str, int] = {}
-        self._parsed_text: dict[str, tuple[Any, Any]] = {}  # key -> (output, parsed)
+        self._parsed_text: dict[str, tuple[Any, Any, tuple[str, ...]]] = {}  # key -> (output, parsed, warnings)
         self._nodes_first: asyncio.Event | None = None  # set once a first nodes load ended
 
     # -- what acts and probes for this backend ---------------------------------
@@ -433,7 +433,8 @@ class SlurmCliBackend:
         # Text on every version: 22.05 has no partition JSON, and 24.11's omits
         # the Default flag (see tests/data/slurm-24.11/scontrol-show-partition.json).
         raw = await self._fetch("scontrol-partitions.txt")
-        return await self._parse_text_cached("scontrol-partitions.txt", raw, slurm_text.parse_scontrol_partitions)
+        return await self._parse_text_cached("scontrol-partitions.txt", raw, slurm_text.parse_scontrol_partitions,
+                                             warns=True)
 
     async def fetch_topology(self) -> Topology:
         try:
@@ -444,16 +445,22 @@ class SlurmCliBackend:
             raise
         return await self._parse_text_cached("topology.txt", text, slurm_text.parse_topology)
 
-    async def _parse_text_cached(self, key: str, raw: Any, parse: Callable[[str], Any]) -> Any:
+    async def _parse_text_cached(self, key: str, raw: Any, parse: Callable[..., Any], warns: bool = False) -> Any:
         """Parse a text output unless it is the same as last time (the usual case:
         partitions and topology rarely change, and at 10k nodes expanding their
-        hostlists costs ~80 ms that keys would wait for). Big ones in a thread."""
+        hostlists costs ~80 ms that keys would wait for). Big ones in a thread.
+        ``warns``: ``parse`` takes a warnings list (records it could not read),
+        kept with the cached result and said again on every fetch."""
         cached = self._parsed_text.get(key)
         if cached is not None and cached[0] == raw:
+            self.warnings.extend(cached[2])
             return cached[1]
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        result = await asyncio.to_thread(parse, text) if len(text) >= TEXT_THREAD_SIZE else parse(text)
-        self._parsed_text[key] = (raw, result)
+        found: list[str] = []
+        call = (lambda t: parse(t, warnings=found)) if warns else parse
+        result = await asyncio.to_thread(call, text) if len(text) >= TEXT_THREAD_SIZE else call(text)
+        self._parsed_text[key] = (raw, result, tuple(found))
+        self.warnings.extend(found)
         return result
 
     async def snapshot(self) -> ClusterSnapshot:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cockpit.backends.slurm_json_common import expand_nodes
+from cockpit.backends.slurm_json_common import expand_nodes, read_each
 from cockpit.backends.slurm_json_gres import gpu_items
 from cockpit.backends.slurm_json_nodes import gpu_groups
 from cockpit.errors import ParseError
@@ -277,21 +277,31 @@ def duration_minutes(value: str, source: str = "scontrol") -> int | None:
     return int(days) * 1440 + h * 60 + m
 
 
-def parse_scontrol_partitions(text: str, source: str = "scontrol show partition") -> tuple[Partition, ...]:
-    """Partitions from ``scontrol show partition`` text. Raises ParseError."""
-    out = []
-    for rec in parse_scontrol_kv(text, source):
-        name = rec.get("PartitionName")
-        if not name:
-            raise ParseError(source, "a record has no PartitionName")
-        cpus = rec.get("TotalCPUs", "0")
-        out.append(Partition(
-            name=name,
-            nodes=expand_nodes(rec.get("Nodes", "") if rec.get("Nodes") != "(null)" else "",
-                               "Nodes", source),
-            state=rec.get("State", "UP").upper(),
-            is_default=rec.get("Default", "NO").upper() == "YES",
-            max_time=duration_minutes(rec.get("MaxTime", "UNLIMITED"), source),
-            total_cpus=_int(cpus, "TotalCPUs", source) or 0,
-        ))
-    return tuple(out)
+def parse_scontrol_partitions(text: str, source: str = "scontrol show partition",
+                              warnings: list[str] | None = None) -> tuple[Partition, ...]:
+    """Partitions from ``scontrol show partition`` text. Raises ParseError; with a
+    ``warnings`` list, a partition that cannot be read is one warning naming it."""
+    return read_each(list(parse_scontrol_kv(text, source)), "partition", source,
+                     lambda rec: _partition(rec, source), warnings, "PartitionName")
+
+
+def _partition(rec: dict[str, str], source: str) -> Partition:
+    name = rec.get("PartitionName")
+    if not name:
+        raise ParseError(source, "a record has no PartitionName")
+    try:
+        return _partition_of(name, rec, source)
+    except ParseError as exc:
+        raise ParseError(source, f"partition {name}: {exc.detail}") from None
+
+
+def _partition_of(name: str, rec: dict[str, str], source: str) -> Partition:
+    nodes = rec.get("Nodes", "")
+    return Partition(
+        name=name,
+        nodes=expand_nodes(nodes if nodes != "(null)" else "", "Nodes", source),
+        state=rec.get("State", "UP").upper(),
+        is_default=rec.get("Default", "NO").upper() == "YES",
+        max_time=duration_minutes(rec.get("MaxTime", "UNLIMITED"), source),
+        total_cpus=_int(rec.get("TotalCPUs", "0"), "TotalCPUs", source) or 0,
+    )
