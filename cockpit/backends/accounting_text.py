@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from cockpit.backends.slurm_json_common import RECORD_ERRORS, expand_nodes, read_each, warn, why_unread
-from cockpit.backends.slurm_text import parse_scontrol_kv
+from cockpit.backends.slurm_text import read_scontrol
 from cockpit.errors import ParseError
 from cockpit.models.unread import unread
 from cockpit.models.accounting import (
@@ -322,14 +322,10 @@ def parse_reservations(text: str, source: str = "scontrol show reservation",
     """Reservations from ``scontrol show reservation`` (run with SLURM_TIME_FORMAT=%s).
     "No reservations in the system" gives (). Raises ParseError; with a ``warnings``
     list a reservation that cannot be read is one warning naming it."""
-    return read_each(list(parse_scontrol_kv(text, source)), "reservation", source,
-                     lambda rec: _reservation(rec, source), warnings, "ReservationName")
+    return read_scontrol(text, "reservation", "ReservationName", source, _reservation, warnings)
 
 
-def _reservation(rec: dict[str, str], source: str) -> Reservation:
-    name = rec.get("ReservationName")
-    if not name:
-        raise ParseError(source, "a record has no ReservationName")
+def _reservation(name: str, rec: dict[str, str], source: str) -> Reservation:
     nodes = rec.get("Nodes", "")
     return Reservation(
         name=name, start=epoch(rec.get("StartTime", ""), "StartTime", source),

@@ -24,6 +24,7 @@ Public API (all raise only :class:`cockpit.errors.ParseError`):
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass, field
 
 from cockpit.backends.slurm_json_common import expand_nodes, read_each
@@ -281,18 +282,23 @@ def parse_scontrol_partitions(text: str, source: str = "scontrol show partition"
                               warnings: list[str] | None = None) -> tuple[Partition, ...]:
     """Partitions from ``scontrol show partition`` text. Raises ParseError; with a
     ``warnings`` list, a partition that cannot be read is one warning naming it."""
-    return read_each(list(parse_scontrol_kv(text, source)), "partition", source,
-                     lambda rec: _partition(rec, source), warnings, "PartitionName")
+    return read_scontrol(text, "partition", "PartitionName", source, _partition_of, warnings)
 
 
-def _partition(rec: dict[str, str], source: str) -> Partition:
-    name = rec.get("PartitionName")
-    if not name:
-        raise ParseError(source, "a record has no PartitionName")
-    try:
-        return _partition_of(name, rec, source)
-    except ParseError as exc:
-        raise ParseError(source, f"partition {name}: {exc.detail}") from None
+def read_scontrol(text: str, kind: str, key: str, source: str, build: Any,
+                  warnings: list[str] | None) -> tuple[Any, ...]:
+    """``build(name, record, source)`` for each ``scontrol show`` record named by
+    ``key``; one that cannot be read costs that record only (see ``read_each``)."""
+    def one(rec: dict[str, str]) -> Any:
+        name = rec.get(key)
+        if not name:
+            raise ParseError(source, f"a record has no {key}")
+        try:
+            return build(name, rec, source)
+        except ParseError as exc:
+            raise ParseError(source, f"{kind} {name}: {exc.detail}") from None
+
+    return read_each(list(parse_scontrol_kv(text, source)), kind, source, one, warnings, key)
 
 
 def _partition_of(name: str, rec: dict[str, str], source: str) -> Partition:
