@@ -86,6 +86,7 @@ def _count(s: str, item: str, source: str) -> int:
 
 def parse_item(item: str, source: str) -> GresItem:
     """Parse one GRES entry (see the module docstring). Raises ParseError."""
+    shown = item  # errors name the string as Slurm printed it
     if "(null)" in item:
         # Slurm prints an untyped GPU's type as "(null)" in gres_used
         # (gpu:(null):8(IDX:0-7)): no type, not a parenthesised detail.
@@ -97,27 +98,27 @@ def parse_item(item: str, source: str) -> GresItem:
     while rest:
         close = rest.find(")")
         if not rest.startswith("(") or close < 0:
-            raise ParseError(source, f"bad parentheses in GRES {item!r}")
+            raise ParseError(source, f"bad parentheses in GRES {shown!r}")
         key, colon, val = rest[1:close].partition(":")
         if colon and key == "IDX":
             indexes = parse_index_list(val, source)
         elif colon and key == "CNT":
-            count = _count(val, item, source)
+            count = _count(val, shown, source)
         rest = rest[close + 1 :]
     parts = head.strip().split(":")
     name = parts[0]
     if not name:
-        raise ParseError(source, f"GRES entry without a name: {item!r}")
+        raise ParseError(source, f"GRES entry without a name: {shown!r}")
     gtype: str | None = None
     if len(parts) == 2:
         # "gpu:2" (count) or "gpu:h100" (type; count given by CNT or implied)
         if parts[1][:1].isdecimal():
-            count = _count(parts[1], item, source)
+            count = _count(parts[1], shown, source)
         else:
             gtype = parts[1] or None
     elif len(parts) >= 3:
         gtype = ":".join(parts[1:-1]) or None
-        count = _count(parts[-1], item, source)
+        count = _count(parts[-1], shown, source)
     return GresItem(name, gtype, count, indexes)
 
 

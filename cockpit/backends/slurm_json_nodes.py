@@ -96,13 +96,16 @@ def gpu_groups(gres: str, gres_used: str, source: str, tres: str = "") -> tuple[
         if not count:
             return ()
         totals = (GresItem("gpu", gtype, count, None),)
-    used = {u.type: u.indexes or () for u in gpu_items(gres_used, source)}
+    used = {u.type: u for u in gpu_items(gres_used, source)}
     out = []
     for t in totals:
-        idx = used.get(t.type)
-        if idx is None and len(totals) == 1 and len(used) == 1:
-            idx = next(iter(used.values()))  # typed total, untyped use (or vice versa)
-        out.append(GpuGroup(type=t.type, count=t.count or 0, alloc_indexes=idx or ()))
+        u = used.get(t.type)
+        if u is None and len(totals) == 1 and len(used) == 1:
+            u = next(iter(used.values()))  # typed total, untyped use (or vice versa)
+        idx = (u.indexes or ()) if u else ()
+        # "gpu:4" without (IDX:...) still says 4 are in use
+        in_use = u.count if u is not None and u.indexes is None and u.count is not None else None
+        out.append(GpuGroup(type=t.type, count=t.count or 0, alloc_indexes=idx, used=in_use))
     return tuple(out)
 
 
