@@ -74,7 +74,10 @@ class ReplayBackend(SlurmCliBackend):
             raw = body.read_bytes()
         except OSError as exc:
             raise _unreadable(truncate(str(body), 120), exc) from None
-        return slurm_json.parse_partitions(raw, PARTITIONS_JSON, warnings=self.warnings)
+        found: list[str] = []
+        parts = slurm_json.parse_partitions(raw, PARTITIONS_JSON, warnings=found)
+        self.note_warnings("scontrol-partitions.txt", found)
+        return parts
 
     async def snapshot(self):
         snap = await super().snapshot()

@@ -22,6 +22,11 @@ def unread(source: str, kind: str, name: str, why: str) -> str:
     return f"{source}: {kind} {name}{_PHRASE}{why} (left out, the others are shown)"
 
 
+def is_unread(message: str) -> bool:
+    """True for a warning made by :func:`unread`."""
+    return _SHAPE.search(message) is not None
+
+
 def count_unread(errors: Iterable[str]) -> dict[str, int]:
     """{kind: how many records of it were not understood} from snapshot errors."""
     out: dict[str, int] = {}
