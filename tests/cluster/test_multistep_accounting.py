@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from clusterlib import run, wait_for
-from test_accounting_history import cockpit, sbatch, wait_state
+from test_accounting_history import cockpit, sbatch, utilization_json, wait_state
 
 pytestmark = pytest.mark.cluster
 
@@ -60,12 +60,7 @@ def test_multi_step_job_report_and_step_tres_match_sacct(cluster, tmp_path):
         steps_recorded.__name__ = f"job {job}'s steps in accounting"
         wait_for(steps_recorded, timeout=90, interval=1)
 
-        def report():
-            proc = cockpit(tmp_path, "report", "utilization", "--since", "20m", "--account", account, "--json")
-            assert proc.returncode == 0, proc.stderr
-            doc = json.loads(proc.stdout)
-            return doc if doc["rows"][0]["jobs"] == 1 else None
-        doc = wait_for(report, timeout=60, interval=1)
+        doc = utilization_json(tmp_path, account, jobs=1)
         shown = cockpit(tmp_path, "job", "show", job, "--json")
     finally:
         run(["scancel", job], check=False) if job else None
