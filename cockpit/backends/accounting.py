@@ -63,6 +63,9 @@ class Answer:
 
     items: tuple[Any, ...]
     costs: tuple[QueryCost, ...]
+    # Records that could not be read, one line each (cockpit.models.unread): the
+    # items are every other record, and a command that prints them exits 1.
+    warnings: tuple[str, ...] = ()
 
 
 def _since(epoch_s: float, now: float) -> str:
@@ -117,9 +120,9 @@ async def _off_loop(raw: bytes, parse):
     return await asyncio.to_thread(parse) if len(raw) >= THREAD_PARSE_BYTES else parse()
 
 
-def _decode_jobs(raw: bytes, steps: bool):
+def _decode_jobs(raw: bytes, steps: bool, warnings: list[str]):
     doc = aj.load(raw)
-    return doc, aj.parse_sacct_json(doc, steps=steps)
+    return doc, aj.parse_sacct_json(doc, steps=steps, warnings=warnings)
 
 
 def _shown(argv: list[str]) -> str:
@@ -181,19 +184,21 @@ class SlurmAccounting:
     async def _jobs_parsable(self, q: JobQuery, now: float) -> Answer:
         argv, bounds = self._job_argv(q, now, ["--parsable2", "--noheader", "-o", ",".join(at.SACCT_FIELDS)])
         raw, took = await self._cmd.run(argv)
-        recs = await _off_loop(raw, lambda: at.parse_sacct_parsable(raw.decode("utf-8", "replace")))
-        return Answer(recs, (QueryCost(_shown(argv), took, len(raw), len(recs), tuple(bounds)),))
+        warns: list[str] = []
+        recs = await _off_loop(raw, lambda: at.parse_sacct_parsable(raw.decode("utf-8", "replace"), warnings=warns))
+        return Answer(recs, (QueryCost(_shown(argv), took, len(raw), len(recs), tuple(bounds)),), tuple(warns))
 
     async def _jobs_json(self, q: JobQuery, now: float) -> Answer:
         argv, bounds = self._job_argv(q, now, ["--json"])
         raw, took = await self._cmd.run(argv, epoch_times=False)
-        doc, recs = await _off_loop(raw, lambda: _decode_jobs(raw, q.steps))
+        warns: list[str] = []
+        doc, recs = await _off_loop(raw, lambda: _decode_jobs(raw, q.steps, warns))
         self.use_json = True
         costs = [QueryCost(_shown(argv), took, len(raw), len(recs), tuple(bounds))]
         if recs and q.exit_codes and not aj.exit_codes_trusted(doc):
             recs, cost = await self._fix_exit_codes(q, now, recs)
             costs.append(cost)
-        return Answer(recs, tuple(costs))
+        return Answer(recs, tuple(costs), tuple(warns))
 
     async def _fix_exit_codes(self, q: JobQuery, now: float, recs: tuple[JobRecord, ...]):
         """Exit codes from ``--parsable2`` over the same bounds (22.05's JSON has them wrong)."""
@@ -217,8 +222,9 @@ class SlurmAccounting:
         argv = [self._cmd.prog("sacct"), "--parsable2", "--noheader", "-o", ",".join(at.SACCT_FIELDS),
                 "--allusers", "--jobs", job_id]
         raw, took = await self._cmd.run(argv)
-        recs = at.parse_sacct_parsable(raw.decode("utf-8", "replace"))
-        return Answer(recs, (QueryCost(_shown(argv), took, len(raw), len(recs), ("job " + job_id,)),))
+        warns: list[str] = []
+        recs = at.parse_sacct_parsable(raw.decode("utf-8", "replace"), warnings=warns)
+        return Answer(recs, (QueryCost(_shown(argv), took, len(raw), len(recs), ("job " + job_id,)),), tuple(warns))
 
     # -- nodes ------------------------------------------------------------------
     async def node_events(self, nodes: str, start: int, end: int | None = None) -> Answer:
@@ -232,10 +238,11 @@ class SlurmAccounting:
             argv.append(f"end={_since(end, now)}")
         argv.append("format=" + ",".join(at.EVENT_FIELDS))
         raw, took = await self._cmd.run(argv)
-        events = tuple(sorted(at.parse_events(raw.decode("utf-8", "replace")), key=lambda e: e.start))
+        warns: list[str] = []
+        events = tuple(sorted(at.parse_events(raw.decode("utf-8", "replace"), warnings=warns), key=lambda e: e.start))
         span = _human((end or now) - start)
         bounds = (f"window {span}",) + ((f"nodes {nodes}",) if nodes else ())
-        return Answer(events, (QueryCost(_shown(argv), took, len(raw), len(events), bounds),))
+        return Answer(events, (QueryCost(_shown(argv), took, len(raw), len(events), bounds),), tuple(warns))
 
     # -- fair share and limits -----------------------------------------------------
     async def shares(self, users: tuple[str, ...] = ()) -> Answer:
@@ -307,8 +314,9 @@ class SlurmScheduling:
     async def reservations(self) -> Answer:
         argv = [self._cmd.prog("scontrol"), "show", "reservation"]
         raw, took = await self._cmd.run(argv)
-        items: tuple[Reservation, ...] = at.parse_reservations(raw.decode("utf-8", "replace"))
-        return Answer(items, (QueryCost(_shown(argv), took, len(raw), len(items)),))
+        warns: list[str] = []
+        items: tuple[Reservation, ...] = at.parse_reservations(raw.decode("utf-8", "replace"), warnings=warns)
+        return Answer(items, (QueryCost(_shown(argv), took, len(raw), len(items)),), tuple(warns))
 
     async def job_detail(self, job_id: str) -> dict[str, str]:
         """``scontrol show job ID`` as key=value (Dependency, QOS, TresPerNode ...).

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from cockpit.backends.slurm_json_common import (
-    expand_nodes, get_record, load_json, num, records, text, time_or_none,
+    expand_nodes, get_record, load_json, num, read_each, records, text, time_or_none,
 )
 from cockpit.errors import ParseError
 from cockpit.models.accounting import JobRecord, StepRecord
@@ -58,12 +58,12 @@ def load(raw: bytes | str) -> dict[str, Any]:
     return load_json(raw, SOURCE)
 
 
-def parse_sacct_json(doc: dict[str, Any], *, steps: bool = True) -> tuple[JobRecord, ...]:
-    """Every job in an already decoded ``sacct --json`` document. Raises ParseError."""
-    out = []
-    for i, rec in enumerate(records(doc, "jobs", SOURCE)):
-        out.append(_job(get_record(rec, "job", i, SOURCE), steps))
-    return tuple(out)
+def parse_sacct_json(doc: dict[str, Any], *, steps: bool = True,
+                     warnings: list[str] | None = None) -> tuple[JobRecord, ...]:
+    """Every job in an already decoded ``sacct --json`` document. Raises ParseError;
+    with a ``warnings`` list a job that cannot be read is one warning naming it."""
+    return read_each(records(doc, "jobs", SOURCE), "sacct record", SOURCE,
+                     lambda rec: _job(rec, steps), warnings, "job_id")
 
 
 def _obj(rec: dict[str, Any], key: str) -> dict[str, Any]:

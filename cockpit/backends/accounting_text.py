@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 
-from cockpit.backends.slurm_json_common import expand_nodes
-from cockpit.backends.slurm_text import parse_scontrol_kv
+from cockpit.backends.slurm_json_common import RECORD_ERRORS, expand_nodes, read_each, warn, why_unread
+from cockpit.backends.slurm_text import read_scontrol
 from cockpit.errors import ParseError
+from cockpit.models.unread import unread
 from cockpit.models.accounting import (
     AssocLimits, JobRecord, Limit, LimitsState, NodeEvent, PriorityFactors, QosLimits,
     Reservation, Share, StepRecord,
@@ -78,8 +79,16 @@ def _float(value: str, field: str, source: str) -> float | None:
 
 
 def parse_tres(text: str, source: str = "sacct") -> dict[str, float]:
-    """``cpu=2,mem=2000M,node=1,gres/gpu=8`` -> {"cpu": 2, "mem": 2000, ...}; memory-like
-    values in MB. Raises ParseError for an item that is not NAME=NUMBER[unit]."""
+    """A TRES string as sacct prints it -> {name: value}. Raises ParseError for an
+    item that is not NAME=VALUE or a value of none of these shapes:
+
+    - counts: ``cpu=2``, ``node=1``, ``billing=4``, ``gres/gpu=8``, ``gres/gpu:h100=8``;
+    - sizes with a unit, in MB: ``mem=2000M``, ``mem=1.27G``, ``fs/disk=15.5K``
+      (a bare number in step usage is what sacct printed: kept as is);
+    - durations, in seconds: step usage prints CPU time, ``cpu=00:00:00``,
+      ``cpu=1-02:03:04``, ``cpu=00:01.234``;
+    - unset: ``energy=N/A``, ``gres/gpuutil=`` (left out, never 0).
+    """
     out: dict[str, float] = {}
     for item in text.split(","):
         item = item.strip()
@@ -88,14 +97,30 @@ def parse_tres(text: str, source: str = "sacct") -> dict[str, float]:
         name, eq, val = item.partition("=")
         if not eq or not name:
             raise ParseError(source, f"TRES item is not NAME=VALUE: {item[:40]!r}")
-        scale = 1.0
-        if val and val[-1] in _UNITS:
-            scale, val = _UNITS[val[-1]], val[:-1]
-        try:
-            out[name] = float(val) * scale
-        except ValueError:
-            raise ParseError(source, f"TRES {name!r} is not a number: {val[:40]!r}") from None
+        value = _tres_value(name, val.strip(), source)
+        if value is not None:
+            out[name] = value
     return out
+
+
+def _tres_value(name: str, val: str, source: str) -> float | None:
+    if val in _UNSET:
+        return None
+    if ":" in val:
+        try:
+            return duration_seconds(val, source)
+        except ParseError:
+            raise ParseError(source, f"TRES {name!r} is neither a number nor a duration: {val[:40]!r}") from None
+    scale = 1.0
+    if val[-1:].upper() in _UNITS:
+        scale, val = _UNITS[val[-1:].upper()], val[:-1]
+    try:
+        number = float(val) * scale
+    except ValueError:
+        raise ParseError(source, f"TRES {name!r} is not a number: {val[:40]!r}") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ParseError(source, f"TRES {name!r} is not a number: {val[:40]!r}")
+    return number
 
 
 def parse_exit(text: str, source: str = "sacct") -> tuple[int | None, int | None]:
@@ -163,41 +188,54 @@ def _records(text: str, n: int, starts) -> list[str]:
     return out
 
 
-def parse_sacct_parsable(text: str, source: str = "sacct --parsable2") -> tuple[JobRecord, ...]:
-    """Jobs (with their steps) from ``sacct -P -n -o`` :data:`SACCT_FIELDS`. Raises ParseError."""
+def parse_sacct_parsable(text: str, source: str = "sacct --parsable2",
+                         warnings: list[str] | None = None) -> tuple[JobRecord, ...]:
+    """Jobs (with their steps) from ``sacct -P -n -o`` :data:`SACCT_FIELDS`. Raises
+    ParseError; with a ``warnings`` list, a line that cannot be read is one warning
+    naming its JobID and every other line stays."""
     jobs: dict[str, dict] = {}
     order: list[str] = []
-    for line in _records(text, len(SACCT_FIELDS), _JOB_ID_START.match):
-        f = dict(zip(SACCT_FIELDS, _split(line, len(SACCT_FIELDS), source)))
-        job_id = f["JobID"].strip()
-        base, dot, step = job_id.partition(".")
-        if dot:
-            owner = jobs.get(base)
-            if owner is not None:
-                owner["steps"].append(_step(step, f, source))
-            continue
-        code, sig = parse_exit(f["ExitCode"], source)
-        derived, _ = parse_exit(f["DerivedExitCode"], source)
-        m = _ARRAY_ID.match(job_id)
-        rec = dict(
-            job_id=job_id, job_id_raw=_int(f["JobIDRaw"].split(".")[0], "JobIDRaw", source) or 0,
-            name=f["JobName"], user=f["User"], account=f["Account"], partition=f["Partition"],
-            qos=f["QOS"], state=_state(f["State"]), reason="" if f["Reason"] in _UNSET else f["Reason"],
-            exit_code=code, exit_signal=sig, derived_exit_code=derived,
-            submit_time=epoch(f["Submit"], "Submit", source), start_time=epoch(f["Start"], "Start", source),
-            end_time=epoch(f["End"], "End", source), elapsed_s=_int(f["ElapsedRaw"], "ElapsedRaw", source) or 0,
-            time_limit=_int(f["TimelimitRaw"], "TimelimitRaw", source),
-            nodes=() if f["NodeList"] in _UNSET or f["NodeList"] == "None assigned"
-            else expand_nodes(f["NodeList"], "NodeList", source),
-            node_count=_int(f["NNodes"], "NNodes", source) or 0,
-            alloc_tres=parse_tres(f["AllocTRES"], source), req_tres=parse_tres(f["ReqTRES"], source),
-            array_job_id=int(m.group(1)) if m else None, array_task_id=int(m.group(2)) if m else None,
-            steps=[],
-        )
-        if job_id not in jobs:
-            order.append(job_id)
-        jobs[job_id] = rec
+    for i, line in enumerate(_records(text, len(SACCT_FIELDS), _JOB_ID_START.match)):
+        try:
+            _sacct_line(line, jobs, order, source)
+        except RECORD_ERRORS as exc:
+            if warnings is None:
+                raise
+            name = line.split("|", 1)[0].strip()[:40] or f"#{i + 1}"
+            warn(warnings, unread(source, "sacct record", name, why_unread(exc, "sacct record", name)))
     return tuple(JobRecord(**{**jobs[k], "steps": tuple(jobs[k]["steps"])}) for k in order)
+
+
+def _sacct_line(line: str, jobs: dict[str, dict], order: list[str], source: str) -> None:
+    f = dict(zip(SACCT_FIELDS, _split(line, len(SACCT_FIELDS), source)))
+    job_id = f["JobID"].strip()
+    base, dot, step = job_id.partition(".")
+    if dot:
+        owner = jobs.get(base)
+        if owner is not None:
+            owner["steps"].append(_step(step, f, source))
+        return
+    code, sig = parse_exit(f["ExitCode"], source)
+    derived, _ = parse_exit(f["DerivedExitCode"], source)
+    m = _ARRAY_ID.match(job_id)
+    rec = dict(
+        job_id=job_id, job_id_raw=_int(f["JobIDRaw"].split(".")[0], "JobIDRaw", source) or 0,
+        name=f["JobName"], user=f["User"], account=f["Account"], partition=f["Partition"],
+        qos=f["QOS"], state=_state(f["State"]), reason="" if f["Reason"] in _UNSET else f["Reason"],
+        exit_code=code, exit_signal=sig, derived_exit_code=derived,
+        submit_time=epoch(f["Submit"], "Submit", source), start_time=epoch(f["Start"], "Start", source),
+        end_time=epoch(f["End"], "End", source), elapsed_s=_int(f["ElapsedRaw"], "ElapsedRaw", source) or 0,
+        time_limit=_int(f["TimelimitRaw"], "TimelimitRaw", source),
+        nodes=() if f["NodeList"] in _UNSET or f["NodeList"] == "None assigned"
+        else expand_nodes(f["NodeList"], "NodeList", source),
+        node_count=_int(f["NNodes"], "NNodes", source) or 0,
+        alloc_tres=parse_tres(f["AllocTRES"], source), req_tres=parse_tres(f["ReqTRES"], source),
+        array_job_id=int(m.group(1)) if m else None, array_task_id=int(m.group(2)) if m else None,
+        steps=[],
+    )
+    if job_id not in jobs:
+        order.append(job_id)
+    jobs[job_id] = rec
 
 
 def _step(step_id: str, f: dict[str, str], source: str) -> StepRecord:
@@ -210,26 +248,31 @@ def _step(step_id: str, f: dict[str, str], source: str) -> StepRecord:
     )
 
 
-def parse_events(text: str, source: str = "sacctmgr show event") -> tuple[NodeEvent, ...]:
+def parse_events(text: str, source: str = "sacctmgr show event",
+                 warnings: list[str] | None = None) -> tuple[NodeEvent, ...]:
     """Node events from ``sacctmgr -n -P show event format=`` :data:`EVENT_FIELDS`; cluster
-    events (no node name) are left out. Raises ParseError."""
-    out = []
+    events (no node name) are left out. Raises ParseError; with a ``warnings`` list an
+    event that cannot be read is one warning naming its node."""
     n = len(EVENT_FIELDS)
     # A record's second field is its start time (epoch seconds); a reason's next line is not.
     starts = lambda line: (line.split("|") + ["", ""])[1].strip().isdecimal()  # noqa: E731
-    for line in _records(text, n, starts):
-        f = dict(zip(EVENT_FIELDS, _split(line, n, source)))
-        node = f["NodeName"].strip()
-        if not node:
-            continue
-        start = epoch(f["TimeStart"], "TimeStart", source)
-        if start is None:
-            raise ParseError(source, f"event of {node} has no start: {line[:80]!r}")
-        user = f["User"].strip()
-        out.append(NodeEvent(node=node, start=start, end=epoch(f["TimeEnd"], "TimeEnd", source),
-                             state=f["State"].strip().upper(), reason=f["Reason"],
-                             user=user.split("(", 1)[0] if user not in _UNSET else ""))
-    return tuple(out)
+    lines = [{"line": line, "name": line.split("|", 1)[0].strip()} for line in _records(text, n, starts)]
+    found = read_each(lines, "node event", source, lambda r: _event(r["line"], n, source), warnings)
+    return tuple(e for e in found if e is not None)
+
+
+def _event(line: str, n: int, source: str) -> NodeEvent | None:
+    f = dict(zip(EVENT_FIELDS, _split(line, n, source)))
+    node = f["NodeName"].strip()
+    if not node:
+        return None
+    start = epoch(f["TimeStart"], "TimeStart", source)
+    if start is None:
+        raise ParseError(source, f"event of {node} has no start: {line[:80]!r}")
+    user = f["User"].strip()
+    return NodeEvent(node=node, start=start, end=epoch(f["TimeEnd"], "TimeEnd", source),
+                     state=f["State"].strip().upper(), reason=f["Reason"],
+                     user=user.split("(", 1)[0] if user not in _UNSET else "")
 
 
 def parse_sprio(text: str, source: str = "sprio") -> tuple[PriorityFactors, ...]:
@@ -274,22 +317,22 @@ def _names(value: str) -> tuple[str, ...]:
     return () if v in _UNSET else tuple(p for p in v.split(",") if p)
 
 
-def parse_reservations(text: str, source: str = "scontrol show reservation") -> tuple[Reservation, ...]:
+def parse_reservations(text: str, source: str = "scontrol show reservation",
+                       warnings: list[str] | None = None) -> tuple[Reservation, ...]:
     """Reservations from ``scontrol show reservation`` (run with SLURM_TIME_FORMAT=%s).
-    "No reservations in the system" gives (). Raises ParseError."""
-    out = []
-    for rec in parse_scontrol_kv(text, source):
-        name = rec.get("ReservationName")
-        if not name:
-            raise ParseError(source, "a record has no ReservationName")
-        nodes = rec.get("Nodes", "")
-        out.append(Reservation(
-            name=name, start=epoch(rec.get("StartTime", ""), "StartTime", source),
-            end=epoch(rec.get("EndTime", ""), "EndTime", source),
-            nodes=() if nodes in _UNSET else expand_nodes(nodes, "Nodes", source),
-            flags=frozenset(f.upper() for f in _names(rec.get("Flags", ""))),
-            users=_names(rec.get("Users", "")), accounts=_names(rec.get("Accounts", "")),
-            partition="" if rec.get("PartitionName", "") in _UNSET else rec.get("PartitionName", ""),
-            state=rec.get("State", "").upper(), tres=rec.get("TRES", ""),
-        ))
-    return tuple(out)
+    "No reservations in the system" gives (). Raises ParseError; with a ``warnings``
+    list a reservation that cannot be read is one warning naming it."""
+    return read_scontrol(text, "reservation", "ReservationName", source, _reservation, warnings)
+
+
+def _reservation(name: str, rec: dict[str, str], source: str) -> Reservation:
+    nodes = rec.get("Nodes", "")
+    return Reservation(
+        name=name, start=epoch(rec.get("StartTime", ""), "StartTime", source),
+        end=epoch(rec.get("EndTime", ""), "EndTime", source),
+        nodes=() if nodes in _UNSET else expand_nodes(nodes, "Nodes", source),
+        flags=frozenset(f.upper() for f in _names(rec.get("Flags", ""))),
+        users=_names(rec.get("Users", "")), accounts=_names(rec.get("Accounts", "")),
+        partition="" if rec.get("PartitionName", "") in _UNSET else rec.get("PartitionName", ""),
+        state=rec.get("State", "").upper(), tres=rec.get("TRES", ""),
+    )

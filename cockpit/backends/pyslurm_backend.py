@@ -37,6 +37,7 @@ from cockpit.backends.pyslurm_worker import Failed, PyslurmWorker, ThreadWorker,
 from cockpit.backends.slurm_delta import store_for
 from cockpit.errors import BackendError, CockpitError, ParseError
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
+from cockpit.models.unread import is_unread
 
 SOURCE = "pyslurm"
 MAX_WORKER_FAILURES = 3  # then the calls run in a thread of this process
@@ -116,6 +117,7 @@ class PyslurmBackend:
         self.probed = probed
         self.worker = worker if worker is not None else (probed.worker if probed and probed.worker else PyslurmWorker())
         self.warnings: list[str] = []
+        self.unread: dict[str, tuple[str, ...]] = {}  # kind -> records its last load left out
         self.switched = ""  # why the CLI backend answers instead, once pyslurm stopped matching
         self._worker_failures = 0
         self._stores = {"jobs": store_for("jobs"), "nodes": store_for("nodes")}
@@ -224,6 +226,8 @@ class PyslurmBackend:
         if feed.last is not None:
             del self.warnings[:-100]  # a long TUI session never calls snapshot(), which clears them
             self.warnings.extend(feed.last.warnings)
+            # records left out by this load, for the poller's snapshots (as the CLI backend's)
+            self.unread[kind] = tuple(w for w in feed.last.warnings if is_unread(w))
         yield objs, True
 
     async def fetch_partitions(self) -> tuple[Partition, ...]:

@@ -64,7 +64,8 @@ def _gpu_key(key: str) -> tuple[bool, str | None]:
         if key.startswith(prefix):
             key = key[len(prefix):]
     name, _, gtype = key.partition(":")
-    return name == "gpu", (gtype or None)
+    # Untyped GPUs come as "gpu:(null)" from Slurm's gres_used strings.
+    return name == "gpu", (gtype if gtype and gtype != "(null)" else None)
 
 
 def _gres_count(value: Any) -> int:

@@ -30,11 +30,13 @@ from typing import Any
 
 from cockpit.backends.pyslurm_compat import Adapter, PyslurmFailure, adapter_for, classify
 from cockpit.backends.pyslurm_map import (
-    gpu_use_by_node, job_from_pyslurm, major_minor, node_from_pyslurm, partition_from_pyslurm,
+    SOURCE, gpu_use_by_node, job_from_pyslurm, major_minor, node_from_pyslurm, partition_from_pyslurm,
 )
 from cockpit.backends.slurm_delta import CHUNK, Delta, _digest
+from cockpit.backends.slurm_json_common import RECORD_ERRORS, why_unread
 from cockpit.errors import ParseError
 from cockpit.models import Job, Node
+from cockpit.models.unread import unread
 
 CHECK_EVERY = 60.0
 REUSE_JOBS = 2.0
@@ -164,8 +166,12 @@ class Source:
 
     def _mapped(self, raw: list[Any], warnings: list[str]) -> Iterator[Job]:
         for j in raw:
-            layout = j.get_resource_layout_per_node() if j.allocated_nodes else None
-            yield job_from_pyslurm(j, layout, warnings)
+            try:
+                layout = j.get_resource_layout_per_node() if j.allocated_nodes else None
+                yield job_from_pyslurm(j, layout, warnings)
+            except RECORD_ERRORS as exc:  # costs this job only, said in the warnings
+                name = str(getattr(j, "id", "") or "?")
+                warnings.append(unread(SOURCE, "job", name, why_unread(exc, "job", name)))
 
     def jobs(self, reset: bool = False) -> Iterator[Delta]:
         """Deltas from the last jobs answer to now, in pyslurm's order; the last one has ``done``."""
@@ -184,7 +190,13 @@ class Source:
         use = gpu_use_by_node(self._mapped(holding, warnings))
         a = self.adapter()
         raw = self._rpc("nodes", a.load_nodes)
-        nodes = [node_from_pyslurm(n, use.get(n.name), warnings, a.node_state(n)) for n in raw]
+        nodes = []
+        for n in raw:
+            try:
+                nodes.append(node_from_pyslurm(n, use.get(n.name), warnings, a.node_state(n)))
+            except RECORD_ERRORS as exc:  # costs this node only, said in the warnings
+                name = str(getattr(n, "name", "") or "?")
+                warnings.append(unread(SOURCE, "node", name, why_unread(exc, "node", name)))
         yield from self._differs["nodes"].feed(nodes, warnings, reset)
 
     def partitions(self) -> tuple[Any, ...]:

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cockpit.backends import slurm_json
 from cockpit.backends.slurm_cli import COMMANDS, SlurmCliBackend, Unsupported
-from cockpit.errors import UsageError
+from cockpit.backends.slurm_json_common import load_json
+from cockpit.errors import ParseError, UsageError
 from cockpit.text import truncate
+
+
+PARTITIONS_JSON = "partitions.json"  # a slurmrestd /partitions body, where no scontrol text was recorded
 
 
 class ReplayBackend(SlurmCliBackend):
@@ -40,6 +45,39 @@ class ReplayBackend(SlurmCliBackend):
         if data is None:
             raise Unsupported(list(COMMANDS[key]), 1, f"{key} is not in the recording {self.dir}")
         return data
+
+    # A recording made from slurmrestd bodies (``/nodes``, ``/jobs``, ``/partitions``)
+    # has no text outputs: its version is in the JSON's meta, its partitions in
+    # partitions.json. Both are read from there rather than reported missing.
+    async def version(self) -> str:
+        if self._version is None and not (self.dir / "version.txt").is_file():
+            self._version = self._meta_version()
+        return await super().version()
+
+    def _meta_version(self) -> str:
+        for key in ("scontrol-nodes.json", "squeue.json", "sinfo.json"):
+            path = self.dir / key
+            if path.is_file():
+                try:
+                    found = slurm_json.parse_version(load_json(path.read_bytes(), key))
+                except (OSError, ParseError):
+                    continue
+                if found:
+                    return found
+        raise Unsupported(list(COMMANDS["version.txt"]), 1, f"version.txt is not in the recording {self.dir}")
+
+    async def fetch_partitions(self):
+        body = self.dir / PARTITIONS_JSON
+        if (self.dir / "scontrol-partitions.txt").is_file() or not body.is_file():
+            return await super().fetch_partitions()
+        try:
+            raw = body.read_bytes()
+        except OSError as exc:
+            raise _unreadable(truncate(str(body), 120), exc) from None
+        found: list[str] = []
+        parts = slurm_json.parse_partitions(raw, PARTITIONS_JSON, warnings=found)
+        self.note_warnings("scontrol-partitions.txt", found)
+        return parts
 
     async def snapshot(self):
         snap = await super().snapshot()

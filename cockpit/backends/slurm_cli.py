@@ -42,6 +42,7 @@ from cockpit.backends.slurm_json_common import slurm_errors
 from cockpit.backends.parseproc import ParseWorker, WorkerFailed
 from cockpit.errors import BackendError, CommandFailed, ParseError
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
+from cockpit.models.unread import is_unread
 
 # Recorded file name -> argv. The names are the stable layout of a record directory.
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -89,6 +90,7 @@ class SlurmCliBackend:
         self._version: str | None = None
         self._node_source: str | None = None  # decided on first fetch
         self.warnings: list[str] = []
+        self.unread: dict[str, tuple[str, ...]] = {}  # kind -> records its last parse left out
         self._stderr: dict[str, str] = {}
         # None: the worker parses outputs of at least worker_threshold bytes; True/False: always/never
         self.parse_worker = parse_worker
@@ -100,7 +102,7 @@ class SlurmCliBackend:
         # Last output size per command: once one is big and the Runner is local, the
         # worker runs that command itself and the output never enters this process.
         self._sizes: dict[str, int] = {}
-        self._parsed_text: dict[str, tuple[Any, Any]] = {}  # key -> (output, parsed)
+        self._parsed_text: dict[str, tuple[Any, Any, tuple[str, ...]]] = {}  # key -> (output, parsed, warnings)
         self._nodes_first: asyncio.Event | None = None  # set once a first nodes load ended
         self._offers: Any = None
         self._caps: Capabilities | None = None
@@ -344,11 +346,23 @@ class SlurmCliBackend:
 
     # -- parsing: here or in the worker ---------------------------------------
     def _parse_here(self, key: str, raw: bytes) -> tuple[Any, ...]:
+        found: list[str] = []
         if key == "squeue.json":
-            return slurm_json.parse_squeue(raw, warnings=self.warnings)
-        if key == "scontrol-nodes.json":
-            return slurm_json.parse_scontrol_nodes(raw, warnings=self.warnings)
-        return slurm_json.parse_sinfo(raw, warnings=self.warnings)[0]
+            out = slurm_json.parse_squeue(raw, warnings=found)
+        elif key == "scontrol-nodes.json":
+            out = slurm_json.parse_scontrol_nodes(raw, warnings=found)
+        else:
+            out = slurm_json.parse_sinfo(raw, warnings=found)[0]
+        self.note_warnings(_SOURCES[key][0], found)
+        return out
+
+    def note_warnings(self, kind: str, found: Any) -> None:
+        """Warnings of one parse of ``kind``; the records it could not read replace
+        that kind's in ``unread``, which the poller puts in every snapshot's errors
+        until a parse reads them (the TUI counts them in its header)."""
+        found = tuple(found)
+        self.warnings.extend(found)
+        self.unread[kind] = tuple(w for w in found if is_unread(w))
 
     def _use_worker(self, size: int) -> bool:
         if self._worker_failures >= MAX_WORKER_FAILURES or self.parse_worker is False:
@@ -431,7 +445,7 @@ class SlurmCliBackend:
         objs = feed.finish()
         self._synced[kind] = True
         done = feed.last  # the worker ends every answer with a Delta marked done
-        self.warnings.extend(done.warnings)
+        self.note_warnings(kind, done.warnings)
         self._empty_because_of_error(key, None, objs, list(done.slurm_errors))
         yield objs, True
 
@@ -439,7 +453,8 @@ class SlurmCliBackend:
         # Text on every version: 22.05 has no partition JSON, and 24.11's omits
         # the Default flag (see tests/data/slurm-24.11/scontrol-show-partition.json).
         raw = await self._fetch("scontrol-partitions.txt")
-        return await self._parse_text_cached("scontrol-partitions.txt", raw, slurm_text.parse_scontrol_partitions)
+        return await self._parse_text_cached("scontrol-partitions.txt", raw, slurm_text.parse_scontrol_partitions,
+                                             warns=True)
 
     async def fetch_topology(self) -> Topology:
         try:
@@ -450,16 +465,22 @@ class SlurmCliBackend:
             raise
         return await self._parse_text_cached("topology.txt", text, slurm_text.parse_topology)
 
-    async def _parse_text_cached(self, key: str, raw: Any, parse: Callable[[str], Any]) -> Any:
+    async def _parse_text_cached(self, key: str, raw: Any, parse: Callable[..., Any], warns: bool = False) -> Any:
         """Parse a text output unless it is the same as last time (the usual case:
         partitions and topology rarely change, and at 10k nodes expanding their
-        hostlists costs ~80 ms that keys would wait for). Big ones in a thread."""
+        hostlists costs ~80 ms that keys would wait for). Big ones in a thread.
+        ``warns``: ``parse`` takes a warnings list (records it could not read),
+        kept with the cached result and said again on every fetch."""
         cached = self._parsed_text.get(key)
         if cached is not None and cached[0] == raw:
+            self.note_warnings(key, cached[2])
             return cached[1]
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        result = await asyncio.to_thread(parse, text) if len(text) >= TEXT_THREAD_SIZE else parse(text)
-        self._parsed_text[key] = (raw, result)
+        found: list[str] = []
+        call = (lambda t: parse(t, warnings=found)) if warns else parse
+        result = await asyncio.to_thread(call, text) if len(text) >= TEXT_THREAD_SIZE else call(text)
+        self._parsed_text[key] = (raw, result, tuple(found))
+        self.note_warnings(key, found)
         return result
 
     async def snapshot(self) -> ClusterSnapshot:

@@ -34,11 +34,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cockpit.backends import slurm_json
-from cockpit.backends.slurm_json_common import get_record, slurm_errors
+from cockpit.backends.slurm_json_common import RECORD_ERRORS, get_record, record_name, slurm_errors, why_unread
 from cockpit.backends.slurm_json_nodes import node_from_record
 from cockpit.backends.slurm_json_fast import JobRecord, msgspec
 from cockpit.errors import ParseError
 from cockpit.models import GpuGroup, Job, JobGpus, Node
+from cockpit.models.unread import unread
 
 CHUNK = 1000  # objects per Delta: unpickling 1000 jobs costs the UI process ~10 ms
 
@@ -136,24 +137,24 @@ class _Differ:
         return out
 
     def _finish(self, keys: list[Any], digests: dict[Any, int], warnings: dict[Any, tuple[str, ...]],
-                data: Any, reset: bool) -> Delta:
+                data: Any, reset: bool, unread_now: list[str] = ()) -> Delta:
         """Commit the new state and describe what went away."""
         if len(set(keys)) != len(keys):
             raise ParseError(self.source, "the same id appears twice")
         removed = tuple(self._digests.keys() - digests.keys())
         self._digests, self._warnings = digests, warnings
-        return self._done(keys, removed, warnings, data, reset)
+        return self._done(keys, removed, warnings, data, reset, unread_now)
 
     def _done(self, keys: list[Any], removed: tuple[Any, ...], warnings: dict[Any, tuple[str, ...]],
-              data: Any, reset: bool) -> Delta:
+              data: Any, reset: bool, unread_now: list[str] = ()) -> Delta:
         """The last Delta of an output; Slurm's ``errors`` only matter when it holds nothing."""
         errs: tuple[str, ...] = ()
-        if not keys:
+        if not keys and not unread_now:
             try:
                 errs = tuple(slurm_errors(json.loads(data)))
             except (ValueError, TypeError, AttributeError):
                 errs = ()
-        all_warnings = tuple(dict.fromkeys(w for ws in warnings.values() for w in ws))
+        all_warnings = tuple(dict.fromkeys([*unread_now, *(w for ws in warnings.values() for w in ws)]))
         return Delta(self.kind, (), removed, True, reset, len(keys), all_warnings, errs)
 
     def _last_records(self, splitter: Any, split: Any, careful: Any, took: bool) -> tuple[bytes, list[Any] | None]:
@@ -166,6 +167,14 @@ class _Differ:
             careful(rest, self.source)
             raise ParseError(self.source, "the output ends in a way that could not be parsed")
         return rest, records
+
+    def _unread(self, kind: str, rec: Any, index: int, exc: BaseException) -> str:
+        """The warning for a record that could not be read (named when its bytes say who)."""
+        try:
+            name = record_name(json.loads(bytes(rec)), "job_id" if kind == "job" else "name", index)
+        except (ValueError, RecursionError):
+            name = f"#{index + 1}"
+        return unread(self.source, kind, name, why_unread(exc, kind, name))
 
     def _chunks(self, objs: list[Any], reset: bool) -> Iterator[Delta]:
         for i in range(0, len(objs), self.chunk):
@@ -219,6 +228,7 @@ class JobsDiffer(_Differ):
         splitter = _JobSplitter()
         keys: list[Any] = []  # job ids in output order; None until a new record is built
         todo: list[tuple[int, int, bytes]] = []
+        unread_now: list[str] = []
         raw, digests, warnings = self._raw, self._digests, self._warnings
         seen: set[int] | None = set() if raw else None  # what to keep of ``raw``; a first load keeps all
 
@@ -237,7 +247,12 @@ class JobsDiffer(_Differ):
         def build(n: int) -> list[Job]:
             changed = []
             for i, h, rec in todo[:n]:
-                job, warns = self._build(rec, splitter.head)
+                try:
+                    job, warns = self._build(rec, splitter.head)
+                except RECORD_ERRORS as exc:  # costs this job only, said in the warnings
+                    unread_now.append(self._unread("job", rec, i, exc))
+                    keys[i] = _UNREAD
+                    continue
                 jid = keys[i] = raw[h] = job.job_id
                 if warns:
                     warnings[jid] = warns
@@ -269,6 +284,7 @@ class JobsDiffer(_Differ):
             if changed:
                 yield Delta("jobs", tuple(changed), reset=reset and first)
                 first = False
+        keys = [k for k in keys if k is not _UNREAD]
         now = set(keys)
         if len(now) != len(keys):
             raise ParseError(self.source, "the same id appears twice")
@@ -279,7 +295,7 @@ class JobsDiffer(_Differ):
         if seen is not None:
             for h in [h for h in raw if h not in seen]:  # records that changed or went away
                 del raw[h]
-        yield self._done(keys, removed, warnings, rest, reset and first)
+        yield self._done(keys, removed, warnings, rest, reset and first, unread_now)
 
     def _build(self, rec: Any, head: bytes) -> tuple[Job, tuple[str, ...]]:
         try:
@@ -303,7 +319,8 @@ class JobsDiffer(_Differ):
         yield from self._chunks(changed, reset)
         # job-level attribution of warnings is lost here; keep them on the first job
         warnings = {jobs[0].job_id: tuple(warns)} if jobs and warns else {}
-        yield self._finish([j.job_id for j in jobs], digests, warnings, data, reset and not changed)
+        yield self._finish([j.job_id for j in jobs], digests, warnings, data, reset and not changed,
+                           [] if jobs else warns)
 
 
 class NodesDiffer(_Differ):
@@ -341,13 +358,18 @@ class NodesDiffer(_Differ):
         digests: dict[Any, int] = {}
         warnings: dict[Any, tuple[str, ...]] = {}
         changed: list[Any] = []
+        unread_now: list[str] = []
 
         def take(records: Iterable[Any]) -> None:
             for rec in records:
                 h = hash(bytes(rec))
                 name = self._raw.get(h)
                 if name is None or name not in self._digests:
-                    node, warns = self._build(rec, len(names), splitter.head)
+                    try:
+                        node, warns = self._build(rec, len(names), splitter.head)
+                    except RECORD_ERRORS as exc:  # costs this node only, said in the warnings
+                        unread_now.append(self._unread("node", rec, len(names) + len(unread_now), exc))
+                        continue
                     name = node.name
                     digests[name] = d = _digest(node)
                     if self._digests.get(name) != d:
@@ -370,7 +392,7 @@ class NodesDiffer(_Differ):
         take(split)
         del split
         yield from self._chunks(changed, reset)
-        done = self._finish(names, digests, warnings, rest, reset and not changed)
+        done = self._finish(names, digests, warnings, rest, reset and not changed, unread_now)
         self._raw = raw_new
         yield done
 
@@ -399,10 +421,12 @@ class NodesDiffer(_Differ):
         changed = self._compare(list(nodes), _NAME, digests)
         yield from self._chunks(changed, reset)
         warnings = {nodes[0].name: tuple(warns)} if nodes and warns else {}
-        yield self._finish([n.name for n in nodes], digests, warnings, data, reset and not changed)
+        yield self._finish([n.name for n in nodes], digests, warnings, data, reset and not changed,
+                           [] if nodes else warns)
 
 
 _JOB_ID = operator.attrgetter("job_id")
+_UNREAD = object()  # the key of a job record that could not be read
 _NAME = operator.attrgetter("name")
 
 if msgspec is not None:

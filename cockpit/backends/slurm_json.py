@@ -21,10 +21,10 @@ from typing import Any
 
 from cockpit.backends.slurm_json_common import (
     expand_nodes,
-    get_record,
     load_json,
     num,
     num0,
+    read_each,
     records,
     text,
     time_or_none,
@@ -75,11 +75,12 @@ def parse_squeue(
     """
     fast = decode_jobs(data)
     if fast is not None:
-        return tuple(job_from_record(r, source, warnings) for r in fast)
+        return read_each(fast, "job", source, lambda r: job_from_record(r, source, warnings),
+                         warnings, "job_id")
     doc = load_json(data, source)
     recs = records(doc, "jobs", source)
-    return tuple(job_from_record(get_record(r, "job", i, source), source, warnings)
-                 for i, r in enumerate(recs))
+    return read_each(recs, "job", source, lambda r: job_from_record(r, source, warnings),
+                     warnings, "job_id")
 
 
 def job_from_record(rec: Any, source: str, warnings: list[str] | None = None) -> Job:

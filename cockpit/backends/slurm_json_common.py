@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from cockpit import hostlist
 from cockpit.errors import CockpitError, ParseError
+from cockpit.models.unread import unread
 
 # Slurm's NO_VAL / INFINITE sentinels for 32- and 64-bit fields. Old dialects
 # print them as plain ints; they mean "unset" or "unlimited", never a value.
@@ -140,6 +142,55 @@ def str_list(value: Any, field: str, source: str) -> tuple[str, ...]:
             out.append(item)
         return tuple(out)
     raise ParseError(source, f"field {field!r} is not a list: {_short(value)}")
+
+
+# What a record with an unexpected shape raises besides ParseError (a dict where
+# a list was expected ...): it costs that record, never the listing.
+RECORD_ERRORS = (ParseError, TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError)
+
+
+def read_each(recs: list[Any], kind: str, source: str, build: Callable[[dict[str, Any]], Any],
+              warnings: list[str] | None, name_key: str = "name") -> tuple[Any, ...]:
+    """``build`` each record; one that cannot be read becomes a warning naming it
+    (:func:`cockpit.models.unread.unread`) and every other record stays.
+
+    Without a ``warnings`` list the first bad record raises ParseError, as
+    before: a caller that collects nothing must not lose records silently."""
+    out = []
+    for i, rec in enumerate(recs):
+        try:
+            # msgspec Structs (the fast squeue path) answer .get like a dict
+            ok = type(rec) is dict or hasattr(rec, "__struct_fields__")
+            out.append(build(rec if ok else get_record(rec, kind, i, source)))
+        except RECORD_ERRORS as exc:
+            if warnings is None:
+                if isinstance(exc, ParseError):
+                    raise
+                raise ParseError(source, f"{kind} #{i}: {why_unread(exc, kind, '')}") from None
+            name = record_name(rec, name_key, i)
+            warn(warnings, unread(source, kind, name, why_unread(exc, kind, name)))
+    return tuple(out)
+
+
+def record_name(rec: Any, key: str, index: int) -> str:
+    """The record's name or id for a warning; ``#index`` (from 1) when it has none."""
+    value = rec.get(key) if type(rec) is dict or hasattr(rec, "__struct_fields__") else None
+    if type(value) is dict:  # {"set": true, "number": 42}
+        value = value.get("number")
+    if type(value) in (str, int) and str(value).strip():
+        return str(value).strip()[:80]
+    return f"#{index + 1}"
+
+
+def why_unread(exc: BaseException, kind: str, name: str) -> str:
+    """What was wrong, without the source and "node X: " the readers put in front."""
+    if isinstance(exc, ParseError):
+        why = exc.detail
+        for prefix in (f"{kind} {name}: ", f"{kind} {name} "):
+            if name and why.startswith(prefix):
+                why = why[len(prefix):]
+        return why
+    return f"unexpected shape ({type(exc).__name__}: {str(exc)[:80]})"
 
 
 def get_record(rec: Any, what: str, index: int, source: str) -> dict[str, Any]:

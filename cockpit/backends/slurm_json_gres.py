@@ -4,7 +4,10 @@ Forms (from Slurm's gres code, ``gres_stepmgr_job_build_details`` and
 ``gres_node_state`` printing, and the recorded fixtures):
 
 - node ``gres``:       ``gpu:h100:8(S:0-1)``, ``gpu:h100:2,gpu:h200:4``, ``gpu:8``
-- node ``gres_used``:  ``gpu:h100:3(IDX:0-2)``, ``gpu:h100:0(IDX:N/A)``, ``gpu:0``
+- node ``gres_used``:  ``gpu:h100:3(IDX:0-2)``, ``gpu:h100:0(IDX:N/A)``, ``gpu:0``,
+  untyped GPUs since 22.05: ``gpu:(null):8(IDX:0-7)`` (the type printed as ``(null)``)
+- MIG profiles as types: ``gpu:1g.10gb:7``; sharing GRES next to the GPUs:
+  ``gpu:4(S:0-1),shard:16(S:0-1)``, ``mps:200``
 - job ``gres_detail``: ``gpu:h100:2(IDX:0-1)``, ``gpu:2(IDX:0,3)``,
   ``gpu:h100(CNT:2)`` (count without a bitmap), shared GRES ``shard:4(2/4,2/4)``
 - ``tres_per_node`` / ``tres_per_job``: ``gres/gpu:h100:2``, ``gres:gpu:2``, ``gpu:2``
@@ -83,6 +86,11 @@ def _count(s: str, item: str, source: str) -> int:
 
 def parse_item(item: str, source: str) -> GresItem:
     """Parse one GRES entry (see the module docstring). Raises ParseError."""
+    shown = item  # errors name the string as Slurm printed it
+    if "(null)" in item:
+        # Slurm prints an untyped GPU's type as "(null)" in gres_used
+        # (gpu:(null):8(IDX:0-7)): no type, not a parenthesised detail.
+        item = item.replace(":(null):", "::").replace(":(null)", ":")
     cut = item.find("(")
     head, rest = (item, "") if cut < 0 else (item[:cut], item[cut:])
     count: int | None = None
@@ -90,27 +98,27 @@ def parse_item(item: str, source: str) -> GresItem:
     while rest:
         close = rest.find(")")
         if not rest.startswith("(") or close < 0:
-            raise ParseError(source, f"bad parentheses in GRES {item!r}")
+            raise ParseError(source, f"bad parentheses in GRES {shown!r}")
         key, colon, val = rest[1:close].partition(":")
         if colon and key == "IDX":
             indexes = parse_index_list(val, source)
         elif colon and key == "CNT":
-            count = _count(val, item, source)
+            count = _count(val, shown, source)
         rest = rest[close + 1 :]
     parts = head.strip().split(":")
     name = parts[0]
     if not name:
-        raise ParseError(source, f"GRES entry without a name: {item!r}")
+        raise ParseError(source, f"GRES entry without a name: {shown!r}")
     gtype: str | None = None
     if len(parts) == 2:
         # "gpu:2" (count) or "gpu:h100" (type; count given by CNT or implied)
         if parts[1][:1].isdecimal():
-            count = _count(parts[1], item, source)
+            count = _count(parts[1], shown, source)
         else:
             gtype = parts[1] or None
     elif len(parts) >= 3:
         gtype = ":".join(parts[1:-1]) or None
-        count = _count(parts[-1], item, source)
+        count = _count(parts[-1], shown, source)
     return GresItem(name, gtype, count, indexes)
 
 

@@ -20,17 +20,17 @@ from typing import Any
 
 from cockpit.backends.slurm_json_common import (
     expand_nodes,
-    get_record,
     load_json,
     num,
     num0,
+    read_each,
     records,
     str_list,
     text,
     time_or_none,
     warn,
 )
-from cockpit.backends.slurm_json_gres import gpu_items
+from cockpit.backends.slurm_json_gres import GresItem, gpu_items, tres_gpus
 from cockpit.errors import ParseError
 from cockpit.models.cluster import NODE_BASE_STATES, NODE_FLAGS, GpuGroup, Node, Partition
 
@@ -84,19 +84,37 @@ def node_state(value: Any, extra_flags: Any, source: str,
     return base, frozenset(flags)
 
 
-def gpu_groups(gres: str, gres_used: str, source: str) -> tuple[GpuGroup, ...]:
-    """GPUs of a node from ``gres`` (totals) and ``gres_used`` (IDX lists)."""
+def gpu_groups(gres: str, gres_used: str, source: str, tres: str = "") -> tuple[GpuGroup, ...]:
+    """GPUs of a node from ``gres`` (totals) and ``gres_used`` (IDX lists).
+
+    Some sites' nodes print ``gres`` empty while ``tres`` (CfgTRES) counts
+    ``gres/gpu=4`` (Sherlock, SlurmCommander issue 5): the GPUs are then taken
+    from the TRES, so the node is not shown GPU-less."""
     totals = gpu_items(gres, source)
     if not totals:
-        return ()
-    used = {u.type: u.indexes or () for u in gpu_items(gres_used, source)}
+        count, gtype = tres_gpus(_tres_gpu_entries(tres), source) if "gres/gpu" in tres else (0, None)
+        if not count:
+            return ()
+        totals = (GresItem("gpu", gtype, count, None),)
+    used = {u.type: u for u in gpu_items(gres_used, source)}
     out = []
     for t in totals:
-        idx = used.get(t.type)
-        if idx is None and len(totals) == 1 and len(used) == 1:
-            idx = next(iter(used.values()))  # typed total, untyped use (or vice versa)
-        out.append(GpuGroup(type=t.type, count=t.count or 0, alloc_indexes=idx or ()))
+        u = used.get(t.type)
+        if u is None and len(totals) == 1 and len(used) == 1:
+            u = next(iter(used.values()))  # typed total, untyped use (or vice versa)
+        idx = (u.indexes or ()) if u else ()
+        # "gpu:4" without (IDX:...) still says 4 are in use
+        in_use = u.count if u is not None and u.indexes is None and u.count is not None else None
+        out.append(GpuGroup(type=t.type, count=t.count or 0, alloc_indexes=idx, used=in_use))
     return tuple(out)
+
+
+def _tres_gpu_entries(tres: str) -> str:
+    # CfgTRES lists gres/gpu=4 and, with types, gres/gpu:h100=4 as well: the
+    # untyped total alone, so the GPUs are not counted twice.
+    entries = [e for e in tres.split(",") if e.startswith("gres/gpu")]
+    plain = [e for e in entries if e.startswith("gres/gpu=")]
+    return ",".join(plain or entries)
 
 
 def node_from_record(rec: dict[str, Any], source: str, warnings: list[str] | None = None) -> Node:
@@ -124,13 +142,18 @@ def node_from_record(rec: dict[str, Any], source: str, warnings: list[str] | Non
             alloc_memory_mb=num0(g("alloc_memory"), "alloc_memory", source),
             partitions=str_list(g("partitions"), "partitions", source),
             gpus=gpu_groups(text(g("gres"), "gres", source),
-                            text(g("gres_used"), "gres_used", source), source),
+                            text(g("gres_used"), "gres_used", source), source,
+                            _text_or_empty(g("tres"))),
             address=text(g("address"), "address", source) or None,
             features=str_list(g("features"), "features", source),
             boot_time=time_or_none(g("boot_time"), "boot_time", source),
         )
     except ParseError as exc:
         raise ParseError(source, f"node {name}: {exc.detail}") from None
+
+
+def _text_or_empty(value: Any) -> str:
+    return value if type(value) is str else ""
 
 
 def parse_scontrol_nodes(data: bytes | str, source: str = "scontrol show node --json",
@@ -141,8 +164,7 @@ def parse_scontrol_nodes(data: bytes | str, source: str = "scontrol show node --
 
 
 def _nodes_list(recs: list[Any], source: str, warnings: list[str] | None) -> tuple[Node, ...]:
-    return tuple(node_from_record(get_record(r, "node", i, source), source, warnings)
-                 for i, r in enumerate(recs))
+    return read_each(recs, "node", source, lambda r: node_from_record(r, source, warnings), warnings)
 
 
 def parse_sinfo(data: bytes | str, source: str = "sinfo --json",
@@ -157,7 +179,7 @@ def parse_sinfo(data: bytes | str, source: str = "sinfo --json",
     nodes = _nodes_list(records(doc, "nodes", source), source, warnings)
     parts = doc.get("partitions")
     if isinstance(parts, list):
-        partitions = _partitions_list(parts, source)
+        partitions = _partitions_list(parts, source, warnings)
     else:
         partitions = partitions_from_nodes(nodes)
     return nodes, partitions
@@ -176,12 +198,11 @@ def parse_partitions(data: bytes | str, source: str = "partitions",
                      warnings: list[str] | None = None) -> tuple[Partition, ...]:
     """Partitions from a slurmrestd ``/partitions`` body (``{"partitions": [...]}``)."""
     doc = load_json(data, source)
-    return _partitions_list(records(doc, "partitions", source), source)
+    return _partitions_list(records(doc, "partitions", source), source, warnings)
 
 
-def _partitions_list(recs: list[Any], source: str) -> tuple[Partition, ...]:
-    return tuple(partition_from_record(get_record(r, "partition", i, source), source)
-                 for i, r in enumerate(recs))
+def _partitions_list(recs: list[Any], source: str, warnings: list[str] | None = None) -> tuple[Partition, ...]:
+    return read_each(recs, "partition", source, lambda r: partition_from_record(r, source), warnings)
 
 
 def _sub(rec: dict[str, Any], key: str) -> dict[str, Any]:

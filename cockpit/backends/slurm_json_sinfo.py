@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from cockpit.backends.slurm_json_common import (
+    RECORD_ERRORS,
     expand_nodes,
     get_record,
     num,
@@ -24,10 +25,12 @@ from cockpit.backends.slurm_json_common import (
     text,
     time_or_none,
     warn,
+    why_unread,
 )
 from cockpit.backends.slurm_json_nodes import gpu_groups, node_state, partition_from_record
 from cockpit.errors import ParseError
 from cockpit.models.cluster import GpuGroup, Node, Partition
+from cockpit.models.unread import unread
 
 
 def _sub(rec: dict[str, Any], key: str, source: str) -> dict[str, Any]:
@@ -47,9 +50,11 @@ def parse_sinfo_groups(
     parts: dict[str, Partition] = {}
     members: dict[str, list[str]] = {}
     for i, raw in enumerate(groups):
-        grp = get_record(raw, "sinfo entry", i, source)
-        part = _group_partition(grp, source)
-        for node in _group_nodes(grp, part.name if part else None, source, warnings):
+        read = _read_group(raw, i, source, warnings)
+        if read is None:
+            continue
+        part, group_nodes = read
+        for node in group_nodes:
             old = nodes.get(node.name)
             if old is None:
                 nodes[node.name] = node
@@ -65,6 +70,25 @@ def parse_sinfo_groups(
         for p in parts.values()
     )
     return tuple(nodes.values()), out_parts
+
+
+def _read_group(raw: Any, i: int, source: str, warnings: list[str] | None
+                ) -> tuple[Partition | None, list[Node]] | None:
+    """A group's partition and nodes; None (and a warning naming its nodes) when
+    it cannot be read: one bad group costs its nodes, never the others."""
+    try:
+        grp = get_record(raw, "sinfo entry", i, source)
+        part = _group_partition(grp, source)
+        return part, _group_nodes(grp, part.name if part else None, source, warnings)
+    except RECORD_ERRORS as exc:
+        if warnings is None:
+            raise
+        nodes = raw.get("nodes") if type(raw) is dict else None
+        names = nodes.get("nodes") if type(nodes) is dict else None
+        shown = ",".join(names) if type(names) is list and all(type(n) is str for n in names) else ""
+        name = shown[:80] or f"#{i + 1}"
+        warn(warnings, unread(source, "node", name, why_unread(exc, "node", name)))
+        return None
 
 
 def _with_partition(node: Node, partition: str) -> Node:

@@ -24,9 +24,10 @@ Public API (all raise only :class:`cockpit.errors.ParseError`):
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass, field
 
-from cockpit.backends.slurm_json_common import expand_nodes
+from cockpit.backends.slurm_json_common import expand_nodes, read_each
 from cockpit.backends.slurm_json_gres import gpu_items
 from cockpit.backends.slurm_json_nodes import gpu_groups
 from cockpit.errors import ParseError
@@ -277,21 +278,36 @@ def duration_minutes(value: str, source: str = "scontrol") -> int | None:
     return int(days) * 1440 + h * 60 + m
 
 
-def parse_scontrol_partitions(text: str, source: str = "scontrol show partition") -> tuple[Partition, ...]:
-    """Partitions from ``scontrol show partition`` text. Raises ParseError."""
-    out = []
-    for rec in parse_scontrol_kv(text, source):
-        name = rec.get("PartitionName")
+def parse_scontrol_partitions(text: str, source: str = "scontrol show partition",
+                              warnings: list[str] | None = None) -> tuple[Partition, ...]:
+    """Partitions from ``scontrol show partition`` text. Raises ParseError; with a
+    ``warnings`` list, a partition that cannot be read is one warning naming it."""
+    return read_scontrol(text, "partition", "PartitionName", source, _partition_of, warnings)
+
+
+def read_scontrol(text: str, kind: str, key: str, source: str, build: Any,
+                  warnings: list[str] | None) -> tuple[Any, ...]:
+    """``build(name, record, source)`` for each ``scontrol show`` record named by
+    ``key``; one that cannot be read costs that record only (see ``read_each``)."""
+    def one(rec: dict[str, str]) -> Any:
+        name = rec.get(key)
         if not name:
-            raise ParseError(source, "a record has no PartitionName")
-        cpus = rec.get("TotalCPUs", "0")
-        out.append(Partition(
-            name=name,
-            nodes=expand_nodes(rec.get("Nodes", "") if rec.get("Nodes") != "(null)" else "",
-                               "Nodes", source),
-            state=rec.get("State", "UP").upper(),
-            is_default=rec.get("Default", "NO").upper() == "YES",
-            max_time=duration_minutes(rec.get("MaxTime", "UNLIMITED"), source),
-            total_cpus=_int(cpus, "TotalCPUs", source) or 0,
-        ))
-    return tuple(out)
+            raise ParseError(source, f"a record has no {key}")
+        try:
+            return build(name, rec, source)
+        except ParseError as exc:
+            raise ParseError(source, f"{kind} {name}: {exc.detail}") from None
+
+    return read_each(list(parse_scontrol_kv(text, source)), kind, source, one, warnings, key)
+
+
+def _partition_of(name: str, rec: dict[str, str], source: str) -> Partition:
+    nodes = rec.get("Nodes", "")
+    return Partition(
+        name=name,
+        nodes=expand_nodes(nodes if nodes != "(null)" else "", "Nodes", source),
+        state=rec.get("State", "UP").upper(),
+        is_default=rec.get("Default", "NO").upper() == "YES",
+        max_time=duration_minutes(rec.get("MaxTime", "UNLIMITED"), source),
+        total_cpus=_int(rec.get("TotalCPUs", "0"), "TotalCPUs", source) or 0,
+    )

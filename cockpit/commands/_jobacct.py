@@ -17,10 +17,11 @@ Exit codes: 0 printed; 2 bad input (unknown id, a job that is not pending);
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
-from cockpit.errors import EXIT_OK, UsageError
+from cockpit.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -128,8 +129,11 @@ async def job_show(args: argparse.Namespace, session: Any) -> int:
                     "efficiency": None if eff is None else efficiency_to_dict(eff),
                     "steps": [{"step_id": s.step_id, "name": s.name, "state": s.state, "exit_code": s.exit_code,
                                "elapsed_s": s.elapsed_s, "total_cpu_s": s.total_cpu_s} for s in job.steps],
-                    "costs": [cost_to_dict(c) for c in found.costs]})
-        return EXIT_OK
-    print_lines(show_lines(job, eff))
-    print_costs(found.costs)
-    return EXIT_OK
+                    "costs": [cost_to_dict(c) for c in found.costs], "warnings": list(found.warnings)})
+    else:
+        print_lines(show_lines(job, eff))
+        print_costs(found.costs)
+    # A step line that could not be read is left out and named; the exit code says so.
+    for w in found.warnings:
+        print(f"cockpit: warning: {w}", file=sys.stderr)
+    return EXIT_FAILED if found.warnings else EXIT_OK

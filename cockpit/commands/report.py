@@ -4,7 +4,8 @@ partition and account, with the trend per day (per hour for windows under two
 days), and where each figure came from. Judged against the 70-80% that clusters
 with good scheduling reach, and the 50% below which renting beats owning.
 
-Exit codes: 0 printed; 2 bad input; 3 no accounting (one line) or Slurm could
+Exit codes: 0 printed; 1 printed, but accounting records were left out (named on
+stderr and in ``warnings``); 2 bad input; 3 no accounting (one line) or Slurm could
 not be asked. JSON and CSV columns: docs/accounting-json.md.
 """
 
@@ -16,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from cockpit.errors import EXIT_OK, UsageError
+from cockpit.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 CSV_FIELDS = ("scope", "name", "start", "end", "capacity_gpu_h", "allocated_gpu_h", "idle_in_alloc_gpu_h",
               "drained_gpu_h", "unallocated_gpu_h", "utilization_pct", "jobs")
@@ -120,4 +121,7 @@ async def run_utilization(args: argparse.Namespace, session: Any) -> int:
     else:
         print_lines(report_lines(u))
         print_costs(u.costs)
-    return EXIT_OK
+    # Records left out are named; the figures stand without them, the exit code says so.
+    for w in u.warnings:
+        print(f"cockpit: warning: {w}", file=sys.stderr)
+    return EXIT_FAILED if u.warnings else EXIT_OK

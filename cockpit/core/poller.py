@@ -305,6 +305,10 @@ class Poller:
         """The latest data of every kind as one immutable snapshot."""
         st = self.status()
         errors = tuple(f"{n}: {k.error}" for n, k in st.kinds.items() if k.failures)
+        # Records the backend's last parses left out (one warning each): shown, never dropped.
+        unread = getattr(self.backend, "unread", None)
+        if isinstance(unread, dict):
+            errors += tuple(dict.fromkeys(w for ws in unread.values() for w in ws))
         return ClusterSnapshot(
             nodes=tuple(self._data["nodes"]),
             partitions=tuple(self._data["partitions"]),

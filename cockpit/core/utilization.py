@@ -183,10 +183,12 @@ async def utilization(acct: Any, snapshot: Any, start: int, now: float, *, parti
     known = {n.name for n in snapshot.nodes}
     events = await acct.node_events("", start)
     costs = jobs.costs + events.costs
+    warnings = jobs.warnings + events.warnings
     idle, measured, idle_src = None, 0, f"{NOT_MEASURED}: AccountingStorageTRES has no gres/gpuutil"
     if "gres/gpuutil" in tracked:
         steps = await acct.step_usage(q)
         costs += steps.costs
+        warnings += steps.warnings
         idle, measured = idle_fraction(steps.items)
         idle_src = (f"gres/gpuutil in TRESUsageInAve of {measured} job(s)' steps" if measured else
                     f"{NOT_MEASURED}: gres/gpuutil is tracked but no job recorded it (no GPU plugin gathered it)")
@@ -199,4 +201,4 @@ async def utilization(acct: Any, snapshot: Any, start: int, now: float, *, parti
         "idle_in_alloc": idle_src,
         "unallocated": "capacity - allocated - drained",
     }
-    return replace(report, sources=sources, costs=costs)
+    return replace(report, sources=sources, costs=costs, warnings=tuple(dict.fromkeys(warnings)))

@@ -134,3 +134,4 @@ class Utilization:
     sources: dict[str, str]  # figure -> where it came from
     jobs: int
     costs: tuple[QueryCost, ...] = ()
+    warnings: tuple[str, ...] = ()  # accounting records that could not be read (each left out)

@@ -98,4 +98,5 @@ def utilization_to_dict(u: Utilization) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, "start": u.start, "end": u.end, "bucket_s": u.bucket_s,
             "jobs": u.jobs, "rows": [util_row_to_dict(r) for r in u.rows],
             "trend": [util_row_to_dict(r) for r in u.trend], "sources": dict(u.sources),
-            "band_pct": [70, 80], "rent_line_pct": 50, "costs": [cost_to_dict(c) for c in u.costs]}
+            "band_pct": [70, 80], "rent_line_pct": 50, "costs": [cost_to_dict(c) for c in u.costs],
+            "warnings": list(u.warnings)}

@@ -72,10 +72,13 @@ class GpuGroup:
     type: str | None
     count: int
     alloc_indexes: tuple[int, ...] = ()
+    # GPUs in use where Slurm counts them without indexes (untyped ``gres_used``
+    # "gpu:4" in 24.11's restd); None: the indexes are the whole truth.
+    used: int | None = None
 
     @property
     def alloc_count(self) -> int:
-        return len(self.alloc_indexes)
+        return len(self.alloc_indexes) if self.alloc_indexes or self.used is None else self.used
 
 
 @dataclass(frozen=True, slots=True)

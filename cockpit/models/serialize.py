@@ -29,7 +29,8 @@ def node_to_dict(n: Node) -> dict[str, Any]:
         "alloc_memory_mb": n.alloc_memory_mb,
         "partitions": list(n.partitions),
         "gpus": [
-            {"type": g.type, "count": g.count, "alloc_indexes": list(g.alloc_indexes)} for g in n.gpus
+            {"type": g.type, "count": g.count, "alloc_indexes": list(g.alloc_indexes),
+             "alloc_count": g.alloc_count} for g in n.gpus
         ],
         "gpu_total": n.gpu_total,
         "gpu_alloc": n.gpu_alloc,

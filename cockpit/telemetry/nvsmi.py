@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from cockpit.errors import ParseError
+from cockpit.models.unread import unread
 
 # (query field, attribute, kind). clocks_event_reasons.active is the 535+ name;
 # drivers before 535 only know clocks_throttle_reasons.active (see LEGACY_NAMES).
@@ -156,11 +157,13 @@ def _header_names(cells: list[str]) -> list[str] | None:
     return names if "index" in names and all(re.fullmatch(r"[A-Za-z0-9_.]+", n) for n in names) else None
 
 
-def parse_query_gpu(text: str, fields: tuple[str, ...] = QUERY_FIELDS, source: str = "nvidia-smi --query-gpu") -> tuple[GpuTelemetry, ...]:
+def parse_query_gpu(text: str, fields: tuple[str, ...] = QUERY_FIELDS, source: str = "nvidia-smi --query-gpu",
+                    warnings: list[str] | None = None) -> tuple[GpuTelemetry, ...]:
     """Parse the CSV into one GpuTelemetry per GPU, ordered as printed.
 
     Raises ParseError (naming the field and the bad value) for a wrong column
-    count, a non-numeric number or a missing GPU index.
+    count, a non-numeric number or a missing GPU index; with a ``warnings``
+    list such a row is one warning naming it and the other GPUs' rows stay.
     """
     # nvidia-smi never quotes its CSV cells, so a plain split is the faithful reading
     rows = [[c.strip() for c in line.split(",")] for line in text.splitlines() if line.strip()]
@@ -172,18 +175,30 @@ def parse_query_gpu(text: str, fields: tuple[str, ...] = QUERY_FIELDS, source: s
     spec = {f: (attr, kind) for f, attr, kind in FIELD_SPECS}
     out = []
     for n, row in enumerate(body, 1):
-        if len(row) != len(names):
-            raise ParseError(source, f"line {n}: {len(row)} values for {len(names)} fields")
-        vals: dict = {}
-        for fname, raw in zip(names, row):
-            if fname in spec:
-                attr, kind = spec[fname]
-                vals[attr] = _value(raw, kind, source, fname)
-        if vals.get("index") is None:
-            raise ParseError(source, f"line {n}: no GPU index")
-        missing = tuple(f for f in QUERY_FIELDS if f not in names)
-        out.append(GpuTelemetry(missing=missing, **vals))
+        try:
+            out.append(_row(n, row, names, spec, source))
+        except ParseError as exc:
+            if warnings is None:
+                raise
+            at = names.index("index") if "index" in names and len(row) == len(names) else -1
+            gpu = row[at].strip()[:8] if at >= 0 else ""
+            name = f"GPU{gpu}@line{n}" if gpu.isdecimal() else f"line{n}"
+            warnings.append(unread(source, "telemetry row", name, exc.detail))
     return tuple(out)
+
+
+def _row(n: int, row: list[str], names: list[str], spec: dict, source: str) -> GpuTelemetry:
+    if len(row) != len(names):
+        raise ParseError(source, f"line {n}: {len(row)} values for {len(names)} fields")
+    vals: dict = {}
+    for fname, raw in zip(names, row):
+        if fname in spec:
+            attr, kind = spec[fname]
+            vals[attr] = _value(raw, kind, source, fname)
+    if vals.get("index") is None:
+        raise ParseError(source, f"line {n}: no GPU index")
+    missing = tuple(f for f in QUERY_FIELDS if f not in names)
+    return GpuTelemetry(missing=missing, **vals)
 
 
 def query_argv(binary: str = "nvidia-smi", fields: tuple[str, ...] = QUERY_FIELDS) -> list[str]:

@@ -48,11 +48,14 @@ async def read_telemetry(probes: Any, nodes: Sequence[str], *, binary: str = "nv
             why = _first_line(answer.error) or "nvidia-smi failed"
             errors[node] = why if node in why else f"{node}: {why}"
         else:
+            rows: list[str] = []  # a GPU row that cannot be read costs that GPU only
             try:
-                for gpu in parse_query_gpu(answer.text, source=f"nvidia-smi on {node}"):
+                for gpu in parse_query_gpu(answer.text, source=f"nvidia-smi on {node}", warnings=rows):
                     out[(node, gpu.index)] = gpu
             except ParseError as exc:
                 errors[node] = str(exc)
+            if rows:
+                errors[node] = "; ".join(rows)
     return TelemetryReading(out, errors)
 
 

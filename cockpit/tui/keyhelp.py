@@ -39,6 +39,7 @@ VIEW_HELP = {
     "poll.refresh": "refresh now (while paused: once)",
     "main.filter": "filter the table",
     "main.command": "command line",
+    "main.problems": "what the last fetch could not read: each record left out, named",
     "detail.back": "back",
     "joblog.stream": "switch between stdout and stderr",
 }

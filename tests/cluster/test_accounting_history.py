@@ -58,6 +58,16 @@ def runtime_s(job: str) -> int:
     return h * 3600 + m * 60 + s
 
 
+def utilization_json(tmp_path, account: str, jobs: int) -> dict:
+    """``report utilization --json`` of the account, once accounting has its ``jobs`` jobs."""
+    def report():
+        proc = cockpit(tmp_path, "report", "utilization", "--since", "20m", "--account", account, "--json")
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        return doc if doc["rows"][0]["jobs"] == jobs else None
+    return wait_for(report, timeout=60, interval=1)
+
+
 def history(tmp_path, *args) -> dict[str, dict]:
     proc = cockpit(tmp_path, "history", "--json", "--limit", "0", *args)
     assert proc.returncode == 0, proc.stderr
@@ -172,12 +182,7 @@ def test_utilization_gpu_hours_match_a_hand_computation(acct, tmp_path):
             gpus = {jobs[0]: 2, jobs[1]: 6, jobs[2]: 0}[job]
             expect_h += gpus * (int(info["EndTime"]) - int(info["StartTime"])) / 3600
 
-        def report():
-            proc = cockpit(tmp_path, "report", "utilization", "--since", "20m", "--account", account, "--json")
-            assert proc.returncode == 0, proc.stderr
-            doc = json.loads(proc.stdout)
-            return doc if doc["rows"][0]["jobs"] == 2 else None
-        doc = wait_for(report, timeout=60, interval=1)
+        doc = utilization_json(tmp_path, account, jobs=2)
     finally:
         run(["scancel", *jobs], check=False) if "jobs" in locals() else None
         run(["sacctmgr", "-i", "delete", "user", "root", f"account={account}"], check=False)

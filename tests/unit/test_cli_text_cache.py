@@ -31,7 +31,7 @@ async def test_unchanged_text_outputs_are_not_parsed_again(tmp_path, monkeypatch
 
     for name in ("parse_scontrol_partitions", "parse_topology"):
         orig = getattr(slurm_text, name)
-        monkeypatch.setattr(slurm_text, name, lambda text, _o=orig, _n=name: calls.append(_n) or _o(text))
+        monkeypatch.setattr(slurm_text, name, lambda text, _o=orig, _n=name, **kw: calls.append(_n) or _o(text, **kw))
     first_p, first_t = await backend.fetch_partitions(), await backend.fetch_topology()
     assert first_p == parse_scontrol_partitions(parts.read_text()) and first_t == parse_topology(topo.read_text())
     assert await backend.fetch_partitions() is first_p and await backend.fetch_topology() is first_t

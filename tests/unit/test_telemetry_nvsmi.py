@@ -127,3 +127,20 @@ async def test_read_telemetry_through_a_probe_runner_never_raises_for_a_node():
 
     got = await read_telemetry(Broken(), ["a", "b"])
     assert got.readings == {} and got.errors == {"a": "no SSH settings", "b": "no SSH settings"}
+
+
+def test_one_gpu_row_that_cannot_be_read_costs_that_row_only():
+    # The recorded idle and load answers of the same H100, one under the other; the
+    # first row's power reading damaged. That row is named, the other GPU row stays.
+    idle = (DATA / "query-gpu-h100-idle.csv").read_text().splitlines()
+    load = (DATA / "query-gpu-h100-load.csv").read_text().splitlines()
+    header, first = idle[0], idle[1]
+    names = [c.strip() for c in header.split(",")]
+    cells = first.split(",")
+    cells[names.index("power.draw [W]")] = " lots"
+    warnings: list[str] = []
+    gpus = parse_query_gpu("\n".join([header, ",".join(cells), load[1]]), warnings=warnings)
+    assert len(gpus) == 1 and gpus[0].util_gpu == parse_query_gpu(load[0] + "\n" + load[1])[0].util_gpu
+    assert len(warnings) == 1 and "telemetry row GPU0@line1 not understood" in warnings[0] and "'lots'" in warnings[0]
+    with pytest.raises(ParseError):
+        parse_query_gpu("\n".join([header, ",".join(cells), load[1]]))

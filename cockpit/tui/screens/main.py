@@ -44,6 +44,7 @@ class MainScreen(Screen):
         Binding("p", "app.toggle_pause", "Pause", show=False, id="poll.pause"),
         Binding("r", "app.refresh_now", "Refresh", show=False, id="poll.refresh"),
         Binding("question_mark", "app.show_keys", "Keys", id="main.keys"),
+        Binding("exclamation_mark", "problems", "Problems", show=False, id="main.problems"),
         Binding("escape", "cancel", "Clear", show=False, id="main.clear"),
         Binding("q", "app.request_quit", "Quit", id="main.quit"),
     ]
@@ -127,6 +128,13 @@ class MainScreen(Screen):
         self.query_one("#filter", Input).value = getattr(view, "query_text", "")
         self.update_header()
         self.post_message(self.ViewShown(kind))
+
+    def action_problems(self) -> None:
+        """What the last fetch could not read (the header counts it)."""
+        from cockpit.tui.screens.problems import ProblemsScreen
+
+        snap = self.app.snapshot
+        self.app.push_screen(ProblemsScreen(snap.errors if snap is not None else ()))
 
     def say(self, text: str) -> None:
         msg = self.query_one("#message", Static)

@@ -8,6 +8,7 @@ from textual.widgets import Static
 from cockpit.core.poller import PollStatus
 from cockpit.text import clean
 from cockpit.models import ClusterSnapshot
+from cockpit.models.unread import summary
 from cockpit.tui.rows import duration
 
 
@@ -36,6 +37,8 @@ class CockpitHeader(Static):
                 t.append(" ‖ PAUSED", style="bold reverse")
             if status.stale:
                 t.append(" ⚠ STALE", style="bold reverse")
+        if snap is not None and (unread := summary(snap.errors)):
+            t.append(f" │ ⚠ {unread} (! lists them)", style="bold")
         if read_only:
             t.append(" READ-ONLY", style="bold reverse")
         if t == self._shown:

@@ -1,0 +1,99 @@
+"""GRES as sites print it (tests/data/slurm-gres, real lines from public threads):
+untyped GPUs, several types on one node, GPU-less nodes, GPUs only in TRES; and
+in the pyslurm mapping the same untyped spelling."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from cockpit.backends.pyslurm_map import node_from_pyslurm
+from cockpit.backends.slurm_json_gres import gpu_items, parse_item
+from cockpit.backends.slurm_json_nodes import gpu_groups
+from cockpit.errors import ParseError
+from cockpit.models import GpuGroup
+
+GRES = Path(__file__).resolve().parents[1] / "data" / "slurm-gres"
+
+
+def _text(name: str) -> str:
+    return (GRES / name).read_text()
+
+
+def test_sherlock_untyped_gpus_with_null_type():
+    rec = json.loads(_text("slurmcommander-issue5-sherlock-sinfo-json-gres-EXCERPT.json"))
+    assert gpu_groups(rec["gres"], rec["gres_used"], "t") == (GpuGroup(None, 4, (0, 1, 2, 3)),)
+
+
+@pytest.mark.parametrize("name, gres, count", [
+    ("deepops-pr1157-scontrol-node-gres-EXCERPT.txt", None, 1),
+    ("slurm-usage-issue11-sinfo-gres-EXCERPT.txt", None, 8),
+    ("cranesched-issue296-scontrol-node-EXCERPT.txt", None, 2),
+])
+def test_untyped_gres_of_three_sites(name, gres, count):
+    line = next(ln for ln in _text(name).splitlines() if "gpu:" in ln and "TRES" not in ln)
+    value = line.strip().removeprefix("Gres=").split(",", 1)[-1] if "," in line else line.strip().removeprefix("Gres=")
+    (group,) = gpu_groups(value, "", "t")
+    assert (group.type, group.count, group.alloc_count) == (gres, count, 0)
+
+
+def test_several_gpu_types_on_one_node_and_none_in_use():
+    used = {ln.split()[1]: ln.split()[0] for ln in _text("labshare-issue114-sinfo-gres-used-EXCERPT.txt").splitlines()[1:]}
+    mixed = gpu_items(used["resterampe"], "t")
+    assert [(i.type, i.count, i.indexes) for i in mixed] == [("1080ti", 1, (0,)), ("980gtx", 1, (1,))]
+    (titanx,) = gpu_items(used["fb10dl[04-05]"], "t")
+    assert (titanx.type, titanx.count, titanx.indexes) == ("titanx", 0, ())
+    (three,) = gpu_items(used["fb10dl06"], "t")
+    assert three.indexes == (0, 1, 2)
+
+
+def test_typed_and_gpu_less_nodes_of_one_listing():
+    rows = [ln.split() for ln in _text("prometheus-slurm-exporter-pr83-sinfo-gres-EXCERPT.txt").splitlines()]
+    got = {r[0]: gpu_groups(r[5], r[6], "t") for r in rows}
+    assert got["gpu-04"] == (GpuGroup("tesla", 4, (0, 2, 3)),)
+    assert got["gpu-05"] == (GpuGroup("tesla", 4, ()),)
+    assert [got[f"cpu-0{i}"] for i in range(1, 5)] == [()] * 4
+    assert sum(g.alloc_count for groups in got.values() for g in groups) == 4 + 4 + 4 + 3 + 0 + 1 + 2 + 4
+
+
+@pytest.mark.parametrize("tres, total", [
+    (_text("slurmcommander-issue5-sherlock-scontrol-tres-EXCERPT.txt").split()[0].removeprefix("CfgTRES="), 4),
+    ([ln for ln in _text("cranesched-issue296-scontrol-node-EXCERPT.txt").splitlines()
+      if ln.startswith("CfgTRES=")][0].removeprefix("CfgTRES="), 2),
+    (_text("graphite-issue5-cfgtres-alloctres-EXCERPT.txt").splitlines()[1].split()[1].lstrip("="), 8),
+])
+def test_gpus_found_only_in_tres(tres, total):
+    # Sherlock's node JSON had "gres": "" and "gres_used": "gpu:0" beside such a TRES
+    (group,) = gpu_groups("", "gpu:0", "t", tres)
+    assert (group.type, group.count) == (None, total)
+    assert gpu_groups("", "gpu:0", "t", "cpu=32,mem=250G,billing=154") == ()
+
+
+def test_typed_tres_is_not_counted_twice():
+    (group,) = gpu_groups("", "", "t", "cpu=8,gres/gpu=4,gres/gpu:a100=4")
+    assert group.count == 4
+
+
+def test_sharing_gres_and_mig_profile_types_are_read_without_a_recording():
+    # Shapes from Slurm's gres.html (no public node output found, see SOURCES.md).
+    assert gpu_groups("gpu:4(S:0-1),shard:16(S:0-1)", "gpu:(null):1(IDX:0),shard:(null):0", "t") \
+        == (GpuGroup(None, 4, (0,)),)
+    (mig,) = gpu_items("gpu:1g.10gb:7", "t")
+    assert (mig.type, mig.count) == ("1g.10gb", 7)
+
+
+def test_a_bad_untyped_count_is_named_as_slurm_printed_it():
+    with pytest.raises(ParseError, match=r"'gpu:\(null\):x\(IDX:0-7\)'"):
+        parse_item("gpu:(null):x(IDX:0-7)", "t")
+
+
+def test_pyslurm_untyped_gpus_keep_no_type():
+    n = SimpleNamespace(name="sh03-12n09", state="MIXED", reason=None, reason_user=None, reason_time=None,
+                        total_cpus=32, allocated_cpus=15, real_memory=256000, allocated_memory=49152,
+                        partitions=["gpu"], configured_gres={"gpu:(null)": 4}, address=None,
+                        active_features=[], available_features=[], boot_time=None)
+    node = node_from_pyslurm(n, {None: {0, 1, 2}})
+    assert node.gpus == (GpuGroup(None, 4, (0, 1, 2)),)
