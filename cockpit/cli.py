@@ -39,6 +39,7 @@ _GLOBAL_OPTIONS: tuple[tuple[str, dict], ...] = (
     ("--cluster", {"metavar": "NAME", "help": "use [clusters.NAME] from the config"}),
     ("--backend", {"choices": ("auto", "slurm-cli", "pyslurm", "demo")}),
     ("--read-only", {"action": "store_true", "help": "refuse every action"}),
+    ("--prometheus", {"metavar": "URL", "help": "GPU telemetry from this Prometheus (dcgm-exporter series)"}),
 )
 
 

@@ -7,7 +7,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit.config import Config, load_config, with_overrides
+from cockpit.config import Config, load_config, with_overrides, with_prometheus
 from cockpit.errors import ConfigError
 
 
@@ -34,6 +34,7 @@ def _cluster_overrides(cfg: Config, name: str | None) -> Config:
         known = ", ".join(sorted(cfg.clusters)) or "none configured"
         raise ConfigError(f"unknown cluster {name!r} (known: {known})")
     c = cfg.clusters[name]
+    cfg = with_prometheus(cfg, c.prometheus_url or None)
     return with_overrides(cfg, host=c.host or None, backend=c.backend if c.backend != "auto" else None)
 
 
@@ -59,6 +60,7 @@ async def open_session(args: argparse.Namespace) -> Session:
         backend=backend_flag,
         read_only=True if getattr(args, "read_only", False) else None,
     )
+    cfg = with_prometheus(cfg, getattr(args, "prometheus", None))
     replay = getattr(args, "replay", None)
     from cockpit.backends.select import choose_backend
 

@@ -28,6 +28,8 @@ from cockpit.core.poller import NodeKind
 from cockpit.telemetry.join import LowUtilTracker, gpu_owners, join
 from cockpit.telemetry.nvsmi import THROTTLE_BITS, GpuTelemetry
 from cockpit.telemetry.probe import TelemetryReading, read_telemetry
+from cockpit.telemetry.prometheus import PrometheusError
+from cockpit.telemetry.promsource import prometheus_source, with_stale
 from cockpit.text import clean
 from cockpit.tui.messages import TelemetryUpdated
 from cockpit.tui.screens.detail import NodeDetailScreen
@@ -50,6 +52,8 @@ def telemetry_blocker(config: Config, probes: Any, simulated: bool) -> str:
         return "off ([tui] telemetry = false)"
     if config.refresh.telemetry <= 0:
         return "off ([refresh] telemetry = 0)"
+    if config.telemetry.prometheus_url and not simulated:  # no SSH route needed: Prometheus has it all
+        return ""
     if probes is None or not probes.available:
         return f"off ({probes.why_not if probes is not None else 'no nodes to ask behind this backend'})"
     cfg = config
@@ -75,6 +79,9 @@ def view_values(t: GpuTelemetry, low_since: float | None, now: float) -> dict[st
         mem = round(100.0 * t.mem_used_mib / t.mem_total_mib, 1)
     out: dict[str, Any] = {"util": t.util_gpu, "mem": mem, "temp": t.temp_gpu, "power": t.power_w,
                            "ecc": t.ecc_uncorr_volatile, "throttle": throttle_word(t)}
+    if t.stale:  # text, not a number: a stale 0 % is no evidence (the Pulse counts numbers only)
+        out = {k: (f"{v:.0f} stale" if isinstance(v, float) else v) for k, v in out.items()}
+        out["stale"] = True
     if low_since is not None:
         out["low_util_for"] = f"{int((now - low_since) // 60)} min"
     return out
@@ -94,7 +101,10 @@ class LiveTelemetry:
     """The ``telemetry`` node kind of the App's poller, and what it shows."""
 
     def __init__(self, app: CockpitApp, probes: Any, interval: float, clock: Callable[[], float] = time.time) -> None:
-        self.app, self.probes, self.clock = app, probes, clock
+        self.app, self.clock = app, clock
+        # [telemetry] prometheus_url / --prometheus: dcgm-exporter's series instead of nvidia-smi
+        self.prometheus = prometheus_source(app.config, clock) if not app.simulated else None
+        self.probes = self.prometheus or probes  # .description for the panel
         self.interval = max(1.0, float(interval))
         self.tracker = LowUtilTracker()
         self.readings: dict[tuple[str, int], GpuTelemetry] = {}
@@ -126,7 +136,14 @@ class LiveTelemetry:
         self.read_once.update(nodes)
         self.tick()
         try:
-            return await read_telemetry(self.probes, nodes)
+            if self.prometheus is None:
+                return await read_telemetry(self.probes, nodes)
+            try:
+                return await self.prometheus.read(nodes)
+            except PrometheusError:  # the last values stay, marked stale; the poller backs off
+                self.readings = with_stale(TelemetryReading(self.readings)).readings
+                self.app.post_message(TelemetryUpdated(self.view_map()))
+                raise
         finally:
             self.last_duration = time.monotonic() - self.poll_started
             self.polling = None
@@ -244,6 +261,8 @@ def panel_text(s: LiveTelemetry) -> Text:
     if failure:
         t.append("\n failed: ", style="bold red")
         t.append(clean(failure, 200))
+        if s.readings:
+            t.append("\n stale: the values below are the last ones read, not live", style="bold red")
     errors = [e if n in e else f"{n}: {e}" for n, e in sorted(s.errors.items())]
     for label, lines, style in (("no telemetry", errors, "bold red"),
                                 ("idle", s.idle_lines(), "yellow")):

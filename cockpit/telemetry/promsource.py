@@ -1,0 +1,240 @@
+"""GPU telemetry from a site's Prometheus (dcgm-exporter series), the "prometheus"
+source beside nvidia-smi over SSH/srun.
+
+    source = PrometheusTelemetry(PromSettings(url), Matching())
+    reading = await source.read(["node01", "node02"])   # TelemetryReading, as probe.read_telemetry
+    idle = await source.idle_gpus(5.0)                   # fleet-wide, only the idle GPUs come back
+
+Each read is one query per kind (last values, sample ages, windowed counters),
+aggregated on the server to the labels cockpit needs. A node with no series is
+``errors[node] = "no series for node X"``, never 0 %; a GPU whose newest sample
+is older than two scrape intervals is marked ``stale``. Prometheus down or slow
+raises PrometheusError (the poller keeps the last values and backs off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from cockpit.telemetry import dcgm
+from cockpit.telemetry.dcgm import Matching
+from cockpit.telemetry.nvsmi import GpuTelemetry
+from cockpit.telemetry.probe import TelemetryReading
+from cockpit.telemetry.prometheus import PrometheusClient, PromSettings, sample_value
+
+Key = tuple[str, int]
+_ATTR = {name: (attr, scale) for name, attr, scale, _, _ in dcgm.SERIES}
+_INT_ATTRS = {"clock_event_reasons", "ecc_corr_volatile", "ecc_uncorr_volatile", "remapped_correctable",
+              "remapped_uncorrectable", "xid_last", "xid_changes"}
+
+
+def node_of(labels: dict[str, str], nodes: set[str], m: Matching) -> str | None:
+    """The Slurm node a series belongs to: its node label, else ``instance`` without its port."""
+    v = labels.get(m.node_label)
+    if v in nodes:
+        return v
+    inst = labels.get("instance", "")
+    host = inst[1:].split("]", 1)[0] if inst.startswith("[") else inst.rsplit(":", 1)[0] if inst.count(":") == 1 else inst
+    return host if host in nodes else None
+
+
+class _GpuIndex:
+    """GPU label -> Slurm index: ``gpu`` is the index itself; UUID or pci_bus_id are
+    numbered in PCI bus order per node (NVML's order, which Slurm's AutoDetect follows)."""
+
+    def __init__(self, m: Matching) -> None:
+        self.m = m
+        self._seen: dict[str, dict[str, str]] = defaultdict(dict)  # node -> gpu label -> pci bus id
+
+    def note(self, node: str, labels: dict[str, str]) -> None:
+        if self.m.gpu_label != "gpu" and self.m.gpu_label in labels:
+            self._seen[node][labels[self.m.gpu_label]] = labels.get("pci_bus_id", labels[self.m.gpu_label])
+
+    def index(self, node: str, labels: dict[str, str]) -> int | None:
+        raw = labels.get(self.m.gpu_label)
+        if raw is None:
+            return None
+        if self.m.gpu_label == "gpu":
+            return int(raw) if raw.isdigit() else None
+        order = sorted(self._seen[node], key=lambda g: self._seen[node][g].lower())
+        return order.index(raw) if raw in order else None
+
+
+@dataclass
+class _Acc:
+    vals: dict = field(default_factory=dict)
+    job: str | None = None
+
+
+def _values(result: list[dict], nodes: set[str], m: Matching) -> dict[Key, _Acc]:
+    gi = _GpuIndex(m)
+    rows = [(node_of(r.get("metric", {}), nodes, m), r) for r in result]
+    for node, r in rows:
+        if node:
+            gi.note(node, r["metric"])
+    out: dict[Key, _Acc] = defaultdict(_Acc)
+    for node, r in rows:
+        labels = r.get("metric", {})
+        idx = gi.index(node, labels) if node else None
+        if idx is None:
+            continue
+        acc = out[(node, idx)]
+        if labels.get(m.job_label):
+            acc.job = labels[m.job_label]
+        name = labels.get("m", "")
+        val = sample_value((r.get("value") or [None, None])[1])
+        if name in _ATTR and val is not None:
+            attr, scale = _ATTR[name]
+            acc.vals[attr] = val * scale
+        elif name and val is not None:  # windowed labels
+            acc.vals[name] = val
+        acc.vals.setdefault("_names", set()).add(name)
+    return out
+
+
+def _telemetry(idx: int, acc: _Acc, age: float | None, stale_after: float) -> GpuTelemetry:
+    v = dict(acc.vals)
+    names = v.pop("_names", set())
+    for attr in _INT_ATTRS & v.keys():
+        v[attr] = int(v[attr])
+    if "remapped_failure" in v:
+        v["remapped_failure"] = v["remapped_failure"] > 0
+    if v.get("mem_total_mib") is None and v.get("mem_used_mib") is not None and v.get("mem_free_mib") is not None:
+        v["mem_total_mib"] = v["mem_used_mib"] + v["mem_free_mib"]
+    missing = tuple(n for n in dcgm.INSTANT_NAMES if n not in names)
+    known = {f for f in GpuTelemetry.__dataclass_fields__}
+    v = {k: val for k, val in v.items() if k in known}
+    stale = age is not None and age > stale_after
+    return GpuTelemetry(index=idx, missing=missing, source="prometheus", stale=stale, age_s=age, job_label=acc.job, **v)
+
+
+class PrometheusTelemetry:
+    """Reads the nodes' GPUs from Prometheus; the TUI's poller and ``cockpit gpus`` call it."""
+
+    def __init__(self, settings: PromSettings, matching: Matching | None = None, *, scrape_interval: float = 30.0,
+                 window_s: int = 300, clock: Callable[[], float] = time.time) -> None:
+        self.settings, self.matching = settings, matching or Matching()
+        self.scrape_interval, self.window_s, self.clock = scrape_interval, window_s, clock
+        self.client = PrometheusClient(settings)
+        self.description = f"Prometheus at {settings.shown_url}"
+        self.available, self.why_not = True, ""
+
+    async def read(self, nodes: Sequence[str]) -> TelemetryReading:
+        """The last values of these nodes' GPUs. Raises PrometheusError when Prometheus fails."""
+        nodes = sorted(set(nodes))
+        if not nodes:
+            return TelemetryReading({}, {})
+        m = self.matching
+        values, ages, window = await asyncio.gather(
+            self.client.query(dcgm.instant_query(nodes, m)), self.client.query(dcgm.age_query(nodes, m)),
+            self.client.query(dcgm.window_query(nodes, m, self.window_s)))
+        wanted = set(nodes)
+        accs = _values(values + window, wanted, m)
+        now = self.clock()
+        newest = {}
+        gi = _GpuIndex(m)
+        for r in ages:
+            node = node_of(r.get("metric", {}), wanted, m)
+            if node:
+                gi.note(node, r["metric"])
+        for r in ages:
+            node = node_of(r.get("metric", {}), wanted, m)
+            idx = gi.index(node, r["metric"]) if node else None
+            ts = sample_value((r.get("value") or [None, None])[1])
+            if idx is not None and ts is not None:
+                newest[(node, idx)] = max(ts, newest.get((node, idx), 0.0))
+        out = {k: _telemetry(k[1], a, (now - newest[k]) if k in newest else None, 2 * self.scrape_interval)
+               for k, a in accs.items() if a.vals.get("_names", set()) & set(dcgm.INSTANT_NAMES)}
+        seen = {k[0] for k in out}
+        errors = {n: f"no series for node {n} in {self.description} (matched by {m.node_label} or instance)"
+                  for n in nodes if n not in seen}
+        return TelemetryReading(out, errors)
+
+    async def node_summary(self, nodes: Sequence[str]) -> dict[str, dict[str, float]]:
+        """node -> {util_min, util_avg, temp_max, power_sum}, aggregated on the server."""
+        result = await self.client.query(dcgm.node_summary_query(sorted(set(nodes)), self.matching))
+        out: dict[str, dict[str, float]] = defaultdict(dict)
+        for r in result:
+            node = node_of(r.get("metric", {}), set(nodes), self.matching)
+            val = sample_value((r.get("value") or [None, None])[1])
+            if node and val is not None:
+                out[node][r["metric"].get("m", "")] = val
+        return dict(out)
+
+    async def idle_gpus(self, threshold: float = 5.0) -> set[Key]:
+        """(node, index) of every GPU in the fleet below ``threshold`` % now."""
+        result = await self.client.query(dcgm.idle_query(self.matching, threshold))
+        out = set()
+        for r in result:
+            labels = r.get("metric", {})
+            node = labels.get(self.matching.node_label) or labels.get("instance", "").rsplit(":", 1)[0]
+            idx = labels.get("gpu", "")
+            if node and idx.isdigit():
+                out.add((node, int(idx)))
+        return out
+
+    async def gpu_history(self, gpus: dict[str, Sequence[int]], start: float, end: float,
+                          name: str = dcgm.UTIL) -> dict[Key, list[tuple[float, float]]]:
+        """``query_range`` of one series per GPU over [start, end]: (node, index) -> [(t, value)]."""
+        step = max(self.scrape_interval, (end - start) / 500.0)
+        result = await self.client.query_range(dcgm.job_gpus_query(gpus, self.matching, name), start, end, step)
+        out: dict[Key, list[tuple[float, float]]] = {}
+        for r in result:
+            labels = r.get("metric", {})
+            node = node_of(labels, set(gpus), self.matching)
+            idx = labels.get("gpu", "")
+            if not node or not idx.isdigit():
+                continue
+            pts = [(float(t), v) for t, raw in r.get("values", []) if (v := sample_value(raw)) is not None]
+            out[(node, int(idx))] = pts
+        return out
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def job_label_disagreements(readings: dict[Key, GpuTelemetry], owners: dict) -> list[str]:
+    """Where dcgm-exporter's job-mapping label and Slurm disagree on who holds a GPU (one line each)."""
+    out = []
+    for key, t in sorted(readings.items()):
+        if t.job_label is None:
+            continue
+        job = owners.get(key)
+        slurm = str(job.job_id) if job is not None else None
+        if t.job_label != slurm and not (job is not None and t.job_label == job.display_id):
+            out.append(f"{key[0]} GPU {key[1]}: dcgm-exporter says job {t.job_label}, "
+                       f"Slurm says {'job ' + slurm if slurm else 'no job'}")
+    return out
+
+
+def with_stale(reading: TelemetryReading) -> TelemetryReading:
+    """The same reading with every GPU marked stale (the last values kept after a failed read)."""
+    return TelemetryReading({k: replace(v, stale=True) for k, v in reading.readings.items()}, dict(reading.errors))
+
+
+def prometheus_source(config, clock: Callable[[], float] = time.time) -> PrometheusTelemetry | None:
+    """The Prometheus source that ``config`` ([telemetry], --prometheus) asks for, or None.
+    Raises ConfigError for a URL that is not http(s) or unreadable credentials."""
+    from urllib.parse import urlsplit
+
+    from cockpit.errors import ConfigError
+
+    t = config.telemetry
+    if not t.prometheus_url:
+        return None
+    parts = urlsplit(t.prometheus_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"Prometheus URL must be http(s)://host[:port][/path], got {t.prometheus_url!r}")
+    if parts.username or parts.password:
+        raise ConfigError("Prometheus URL must not carry credentials; use [telemetry] prometheus_token_file "
+                          "or prometheus_basic_auth_file")
+    settings = PromSettings(t.prometheus_url, t.prometheus_token_file, t.prometheus_basic_auth_file,
+                            t.prometheus_tls_verify, t.prometheus_ca_file, t.prometheus_timeout,
+                            max(1, t.prometheus_concurrency))
+    matching = Matching(t.node_label or "Hostname", t.gpu_label or "gpu", t.job_label)
+    return PrometheusTelemetry(settings, matching, scrape_interval=t.scrape_interval or 30.0,
+                               window_s=t.window or 300, clock=clock)
