@@ -81,6 +81,11 @@ def _re_alt(names: Iterable[str]) -> str:
     return alts.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _quote(value: str) -> str:
+    """A PromQL string body for an exact match."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def node_matchers(nodes: Sequence[str], m: Matching) -> list[str]:
     """Label matchers that pick these nodes' series: by the node label, and by
     ``instance`` host:port as the fallback."""
@@ -152,11 +157,15 @@ def idle_query(m: Matching, threshold: float) -> str:
     return f"max by ({group_labels(m)}) ({UTIL}) < {threshold:g}"
 
 
-def job_gpus_query(gpus: dict[str, Sequence[int]], m: Matching, name: str = UTIL) -> str:
+def job_gpus_query(gpus: dict[str, Sequence[int]], m: Matching, name: str = UTIL,
+                   job_label: tuple[str, str] | None = None) -> str:
     """One series per GPU of a job, for ``query_range`` over its run. ``gpus``:
-    node -> Slurm GPU indexes (matched through the ``gpu`` label)."""
+    node -> Slurm GPU indexes (matched through the ``gpu`` label; none = all of them);
+    ``job_label`` (label, job id) keeps only the series dcgm-exporter mapped to the job."""
     parts = []
     for node, idx in sorted(gpus.items()):
         gsel = f',gpu=~"{_re_alt(str(i) for i in idx)}"' if idx else ""
+        if job_label:
+            gsel += f',{job_label[0]}="{_quote(job_label[1])}"'
         parts.append(_either(name + "{@SEL@" + gsel + "}", [node], m))
     return f"max by ({group_labels(m)}) ({' or '.join(parts)})"

@@ -24,7 +24,7 @@ from cockpit.telemetry import dcgm
 from cockpit.telemetry.dcgm import Matching
 from cockpit.telemetry.nvsmi import GpuTelemetry
 from cockpit.telemetry.probe import TelemetryReading
-from cockpit.telemetry.prometheus import PrometheusClient, PromSettings, sample_value
+from cockpit.telemetry.prometheus import PrometheusClient, PrometheusError, PromSettings, sample_value
 
 Key = tuple[str, int]
 _ATTR = {name: (attr, scale) for name, attr, scale, _, _ in dcgm.SERIES}
@@ -178,10 +178,12 @@ class PrometheusTelemetry:
         return out
 
     async def gpu_history(self, gpus: dict[str, Sequence[int]], start: float, end: float,
-                          name: str = dcgm.UTIL) -> dict[Key, list[tuple[float, float]]]:
-        """``query_range`` of one series per GPU over [start, end]: (node, index) -> [(t, value)]."""
+                          name: str = dcgm.UTIL, job_label: tuple[str, str] | None = None) -> dict[Key, list[tuple[float, float]]]:
+        """``query_range`` of one series per GPU over [start, end]: (node, index) -> [(t, value)].
+        An empty index list means every GPU of that node; ``job_label`` (label, value) narrows it."""
         step = max(self.scrape_interval, (end - start) / 500.0)
-        result = await self.client.query_range(dcgm.job_gpus_query(gpus, self.matching, name), start, end, step)
+        query = dcgm.job_gpus_query(gpus, self.matching, name, job_label)
+        result = await self.client.query_range(query, start, end, step)
         out: dict[Key, list[tuple[float, float]]] = {}
         for r in result:
             labels = r.get("metric", {})
@@ -238,3 +240,35 @@ def prometheus_source(config, clock: Callable[[], float] = time.time) -> Prometh
     matching = Matching(t.node_label or "Hostname", t.gpu_label or "gpu", t.job_label)
     return PrometheusTelemetry(settings, matching, scrape_interval=t.scrape_interval or 30.0,
                                window_s=t.window or 300, clock=clock)
+
+
+async def job_gpu_history(source: PrometheusTelemetry, job_id: str, nodes: Sequence[str], start: float,
+                          end: float) -> tuple[dict[Key, list[tuple[float, float]]], str]:
+    """A finished job's GPUs' utilisation over its run, and how they were picked. sacct
+    keeps no GPU indexes, so: the GPUs dcgm-exporter's job-mapping label names, where it is
+    exported, else every GPU of the job's nodes (said, since a shared node mixes jobs)."""
+    if not nodes or end <= start:
+        return {}, ""
+    label = source.matching.job_label
+    if label:
+        hist = await source.gpu_history({n: () for n in nodes}, start, end, job_label=(label, job_id))
+        if hist:
+            return hist, f"the GPUs dcgm-exporter's {label} label gives job {job_id}"
+    hist = await source.gpu_history({n: () for n in nodes}, start, end)
+    return hist, "every GPU of the job's nodes (accounting keeps no GPU indexes; a shared node mixes jobs)"
+
+
+async def finished_job_history(config, job) -> tuple[dict[Key, list[tuple[float, float]]], str]:
+    """For ``cockpit job ID`` and the history screen: the job's GPU history from the
+    configured Prometheus, or ({}, why) when there is none to ask or it cannot answer
+    (the efficiency then falls back to sacct and says why)."""
+    source = prometheus_source(config)
+    if source is None or not job.gpus or not job.start_time:
+        return {}, ""
+    try:
+        return await job_gpu_history(source, str(job.job_id), job.nodes, float(job.start_time),
+                                     float(job.end_time or time.time()))
+    except PrometheusError as exc:
+        return {}, str(exc)
+    finally:
+        await source.close()
