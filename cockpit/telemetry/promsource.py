@@ -165,16 +165,17 @@ class PrometheusTelemetry:
                 out[node][r["metric"].get("m", "")] = val
         return dict(out)
 
-    async def idle_gpus(self, threshold: float = 5.0) -> set[Key]:
-        """(node, index) of every GPU in the fleet below ``threshold`` % now."""
+    async def idle_gpus(self, threshold: float = 5.0) -> dict[Key, float]:
+        """(node, index) -> utilisation of every GPU in the fleet below ``threshold`` % now."""
         result = await self.client.query(dcgm.idle_query(self.matching, threshold))
-        out = set()
+        out = {}
         for r in result:
             labels = r.get("metric", {})
             node = labels.get(self.matching.node_label) or labels.get("instance", "").rsplit(":", 1)[0]
             idx = labels.get("gpu", "")
-            if node and idx.isdigit():
-                out.add((node, int(idx)))
+            val = sample_value((r.get("value") or [None, None])[1])
+            if node and idx.isdigit() and val is not None:
+                out[(node, int(idx))] = val
         return out
 
     async def gpu_history(self, gpus: dict[str, Sequence[int]], start: float, end: float,

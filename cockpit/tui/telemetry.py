@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -32,12 +33,14 @@ from cockpit.telemetry.prometheus import PrometheusError
 from cockpit.telemetry.promsource import prometheus_source, with_stale
 from cockpit.text import clean
 from cockpit.tui.messages import TelemetryUpdated
+from cockpit.tui.suspects import IDLE_UTIL
 from cockpit.tui.screens.detail import NodeDetailScreen
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
 
 KIND = "telemetry"  # the poller's name for this node kind
+FLEET_KIND = "telemetry-idle"  # with Prometheus: the fleet-wide idle-GPU query
 SHORT_REASON = {"sw_power_cap": "power cap", "hw_slowdown": "hw slow", "sw_thermal_slowdown": "sw thermal",
                 "hw_thermal_slowdown": "hw thermal", "hw_power_brake_slowdown": "pwr brake"}
 PANEL_LINES = 3  # errors and idle GPUs shown each; the rest is counted
@@ -108,6 +111,7 @@ class LiveTelemetry:
         self.interval = max(1.0, float(interval))
         self.tracker = LowUtilTracker()
         self.readings: dict[tuple[str, int], GpuTelemetry] = {}
+        self.fleet_idle: dict[tuple[str, int], GpuTelemetry] = {}  # Prometheus: idle GPUs fleet-wide
         self.errors: dict[str, str] = {}
         self.last_poll: float | None = None
         self.last_nodes: tuple[str, ...] = ()
@@ -120,6 +124,36 @@ class LiveTelemetry:
 
     def node_kind(self) -> NodeKind:
         return NodeKind(fetch=self.fetch, wanted=self.wanted, deliver=self.deliver, interval=self.interval)
+
+    def node_kinds(self) -> dict[str, NodeKind]:
+        """The kinds for the App's poller: the nodes in view, and with Prometheus the
+        fleet-wide idle GPUs (one query whose answer holds only the idle ones), so that the
+        Pulse finds a job idle on GPUs nobody is looking at."""
+        kinds = {KIND: self.node_kind()}
+        if self.prometheus is not None:
+            kinds[FLEET_KIND] = NodeKind(fetch=self.fetch_idle, wanted=self.gpu_job_nodes,
+                                         deliver=self.deliver_idle, interval=self.interval)
+        return kinds
+
+    def gpu_job_nodes(self) -> set[str]:
+        """The fleet query's scope: nodes where a running job holds GPUs."""
+        snap = self.app.snapshot
+        return {node for node, _ in gpu_owners(snap)} if snap is not None else set()
+
+    async def fetch_idle(self, nodes: tuple[str, ...]) -> dict[tuple[str, int], float]:
+        assert self.prometheus is not None
+        try:
+            return await self.prometheus.idle_gpus(IDLE_UTIL)
+        except PrometheusError:  # kept, marked stale: a 0 % that is not live is no evidence
+            self.fleet_idle = {k: replace(t, stale=True) for k, t in self.fleet_idle.items()}
+            self.app.post_message(TelemetryUpdated(self.view_map()))
+            raise
+
+    def deliver_idle(self, nodes: tuple[str, ...], idle: dict[tuple[str, int], float]) -> None:
+        scope = set(nodes)
+        self.fleet_idle = {k: GpuTelemetry(k[1], util_gpu=u, source="prometheus")
+                           for k, u in idle.items() if k[0] in scope}
+        self.app.post_message(TelemetryUpdated(self.view_map()))
 
     # -- what the poller calls (on the app's event loop) -----------------
     def wanted(self) -> set[str]:
@@ -171,7 +205,7 @@ class LiveTelemetry:
         snap = self.app.snapshot
         owners = gpu_owners(snap) if snap is not None else {}
         out: dict[tuple[str, int], dict[str, Any]] = {}
-        for key, t in self.readings.items():
+        for key, t in {**self.fleet_idle, **self.readings}.items():  # a node read in full wins
             job = owners.get(key)
             since = self.tracker.since(key[0], key[1], job.job_id) if job else None
             out[key] = view_values(t, since, now)
