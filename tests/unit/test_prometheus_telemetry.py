@@ -77,6 +77,7 @@ async def test_samples_older_than_two_scrape_intervals_are_stale(prom):
 
 
 async def test_windowed_pcie_replays_and_xid_are_not_counts(prom):
+    prom.wait_series("count_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[5m]) >= 2", 4)  # increase() needs two samples
     reading, _ = await _read(prom, ["node03"])
     assert reading.readings[("node03", 0)].util_gpu == 0.0
     # node03's recording has PCIe replay counters at 0: none within the window
