@@ -196,6 +196,22 @@ class PrometheusTelemetry:
             out[(node, int(idx))] = pts
         return out
 
+    async def node_series(self, node: str, seconds: float = 3600.0) -> dict[str, dict[int, list[tuple[float, float]]]]:
+        """The node's DCGM series over its last ``seconds`` (``query_range``): series name ->
+        GPU index -> [(t, value)], for the runbooks' evidence beside dmesg. Raises PrometheusError."""
+        end = self.clock()
+        step = max(self.scrape_interval, seconds / 240.0)
+        result = await self.client.query_range(dcgm.node_history_query(node, self.matching), end - seconds, end, step)
+        out: dict[str, dict[int, list[tuple[float, float]]]] = defaultdict(dict)
+        for r in result:
+            labels = r.get("metric", {})
+            idx = labels.get("gpu", "")
+            if node_of(labels, {node}, self.matching) != node or not idx.isdigit():
+                continue
+            pts = [(float(t), v) for t, raw in r.get("values", []) if (v := sample_value(raw)) is not None]
+            out[labels.get("m", "")][int(idx)] = pts
+        return dict(out)
+
     async def close(self) -> None:
         await self.client.close()
 
@@ -273,3 +289,26 @@ async def finished_job_history(config, job) -> tuple[dict[Key, list[tuple[float,
         return {}, str(exc)
     finally:
         await source.close()
+
+
+class NodeSeriesFacade:
+    """``CheckContext.gpu_series`` for plugins: one short-lived client per call, so a
+    check that never asks opens nothing and nothing is left to close."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.description = f"Prometheus at {config.telemetry.prometheus_url}"
+
+    async def node_series(self, node: str, seconds: float = 3600.0) -> dict[str, dict[int, list[tuple[float, float]]]]:
+        source = prometheus_source(self.config)
+        if source is None:
+            return {}
+        try:
+            return await source.node_series(node, seconds)
+        finally:
+            await source.close()
+
+
+def gpu_series_for(config) -> NodeSeriesFacade | None:
+    """The plugin facade where a Prometheus is configured, else None."""
+    return NodeSeriesFacade(config) if config.telemetry.prometheus_url else None

@@ -173,3 +173,15 @@ def test_job_label_disagreement_is_said():
 def test_node_names_are_escaped_in_promql():
     q = dcgm.instant_query(["node.01", 'a"b'], dcgm.Matching())
     assert r'node\\.01' in q and r'a\"b' in q
+
+
+async def test_plugin_facade_gives_a_node_last_hour_of_series(prom):
+    from cockpit.config import Config, with_prometheus
+    from cockpit.telemetry.promsource import gpu_series_for
+
+    assert gpu_series_for(Config()) is None  # no Prometheus configured: no facade
+    facade = gpu_series_for(with_prometheus(Config(), prom.url))
+    series = await facade.node_series("node01", 600)
+    assert set(series["DCGM_FI_DEV_POWER_USAGE"]) == set(range(8))
+    assert all(v == pytest.approx(113.611) for _, v in series["DCGM_FI_DEV_POWER_USAGE"][0])
+    assert "DCGM_FI_DEV_XID_ERRORS" not in series  # not in this recording: absent, never a 0
