@@ -312,3 +312,42 @@ class NodeSeriesFacade:
 def gpu_series_for(config) -> NodeSeriesFacade | None:
     """The plugin facade where a Prometheus is configured, else None."""
     return NodeSeriesFacade(config) if config.telemetry.prometheus_url else None
+
+
+MAX_UTIL_JOBS = 500  # jobs asked about per report (the largest by GPU-hours): one small query each
+
+
+def job_utils_provider(config):
+    """For core.utilization: ``await provider(jobs, start, end)`` -> ({job id: mean GPU %
+    over its run inside the window}, how), from the configured Prometheus; None without one.
+    One instant ``avg_over_time`` query per job (at most MAX_UTIL_JOBS, said), bounded concurrency."""
+    if not config.telemetry.prometheus_url:
+        return None
+
+    async def provider(jobs, start: float, end: float) -> tuple[dict, str]:
+        source = prometheus_source(config)
+        assert source is not None
+        todo = sorted((j for j in jobs if j.gpus and j.nodes and j.start_time),
+                      key=lambda j: -j.gpus * max(j.elapsed_s, 1))
+        asked = todo[:MAX_UTIL_JOBS]
+        try:
+            values = await asyncio.gather(*(_job_mean(source, j, start, end) for j in asked))
+        except PrometheusError as exc:
+            return {}, str(exc)
+        finally:
+            await source.close()
+        utils = {j.job_id: v for j, v in zip(asked, values) if v is not None}
+        more = f", the {len(asked)} largest of {len(todo)}" if len(todo) > len(asked) else ""
+        return utils, f"Prometheus DCGM_FI_DEV_GPU_UTIL mean over each run (every GPU of its nodes{more})"
+    return provider
+
+
+async def _job_mean(source: PrometheusTelemetry, job, start: float, end: float) -> float | None:
+    t0, t1 = max(float(job.start_time), start), min(float(job.end_time or end), end)
+    if t1 <= t0:
+        return None
+    inner = dcgm.job_gpus_query({n: () for n in job.nodes}, source.matching)
+    span = max(int(t1 - t0), 1)
+    step = max(int(source.scrape_interval), span // 100, 1)
+    result = await source.client.query(f"avg(avg_over_time(({inner})[{span}s:{step}s]))", at=t1)
+    return sample_value(result[0]["value"][1]) if result else None
