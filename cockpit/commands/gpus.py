@@ -47,7 +47,7 @@ def _print_table(rows, errors: dict[str, str]) -> None:
             vals = ("-",) * 8
         else:
             vals = (
-                _fmt(t.util_gpu, "%"), f"{_fmt(t.mem_used_mib)}/{_fmt(t.mem_total_mib)} MiB", _fmt(t.temp_gpu, "C"),
+                _fmt(t.util_gpu, "%") + (" stale" if t.stale else ""), f"{_fmt(t.mem_used_mib)}/{_fmt(t.mem_total_mib)} MiB", _fmt(t.temp_gpu, "C"),
                 _fmt(t.power_w, "W"), ",".join(e for e in t.clock_events if e != "gpu_idle") or ("-" if t.clock_event_reasons is None else "none"),
                 _fmt(t.ecc_uncorr_volatile), _fmt(t.remapped_pending), f"gen{_fmt(t.pcie_gen)} x{_fmt(t.pcie_width)}",
             )

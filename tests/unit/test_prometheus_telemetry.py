@@ -185,3 +185,14 @@ async def test_plugin_facade_gives_a_node_last_hour_of_series(prom):
     assert set(series["DCGM_FI_DEV_POWER_USAGE"]) == set(range(8))
     assert all(v == pytest.approx(113.611) for _, v in series["DCGM_FI_DEV_POWER_USAGE"][0])
     assert "DCGM_FI_DEV_XID_ERRORS" not in series  # not in this recording: absent, never a 0
+
+
+@pytest.mark.parametrize("url, why", [("ftp://127.0.0.1:9090", "must be http(s)"),
+                                      ("http://user:pw@127.0.0.1:9090", "must not carry credentials")])
+def test_bad_prometheus_url_is_a_config_error(url, why):
+    from cockpit.config import Config, with_prometheus
+    from cockpit.telemetry.promsource import prometheus_source
+
+    with pytest.raises(ConfigError) as exc:
+        prometheus_source(with_prometheus(Config(), url))
+    assert why in str(exc.value) and "pw" not in str(exc.value).replace(url, "")
