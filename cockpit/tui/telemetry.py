@@ -138,7 +138,10 @@ class LiveTelemetry:
     def gpu_job_nodes(self) -> set[str]:
         """The fleet query's scope: nodes where a running job holds GPUs."""
         snap = self.app.snapshot
-        return {node for node, _ in gpu_owners(snap)} if snap is not None else set()
+        nodes = {node for node, _ in gpu_owners(snap)} if snap is not None else set()
+        if not nodes:  # no GPU job runs: nothing to ask, and nothing old may linger as "idle"
+            self.fleet_idle = {}
+        return nodes
 
     async def fetch_idle(self, nodes: tuple[str, ...]) -> dict[tuple[str, int], float]:
         assert self.prometheus is not None
