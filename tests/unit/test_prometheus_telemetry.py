@@ -196,3 +196,16 @@ def test_bad_prometheus_url_is_a_config_error(url, why):
     with pytest.raises(ConfigError) as exc:
         prometheus_source(with_prometheus(Config(), url))
     assert why in str(exc.value) and "pw" not in str(exc.value).replace(url, "")
+
+
+def test_stale_zero_is_shown_as_text_and_is_no_pulse_evidence():
+    from cockpit.models import Job, JobGpus
+    from cockpit.tui.suspects import job_gpu_util
+    from cockpit.tui.telemetry import view_values
+
+    live = view_values(GpuTelemetry(0, util_gpu=0.0, source="prometheus"), None, 0.0)
+    stale = view_values(GpuTelemetry(0, util_gpu=0.0, source="prometheus", stale=True), None, 0.0)
+    assert live["util"] == 0.0 and stale["util"] == "0 stale" and stale["stale"]
+    job = Job(job_id=7, state="RUNNING", gpus=(JobGpus("node01", "h100", 1, (0,)),))
+    assert job_gpu_util(job, {("node01", 0): live}) == (0.0, 1)
+    assert job_gpu_util(job, {("node01", 0): stale}) is None  # a stale 0 % is not "idle"
