@@ -1,4 +1,4 @@
-"""pyslurm vs the CLI backend on the real test cluster, loaded with thousands of held jobs.
+"""pyslurm vs the CLI backend vs slurmrestd on the real test cluster, loaded with thousands of held jobs.
 
     sudo tests/cluster/up && sudo .venv/bin/python bench/bench_pyslurm.py [--jobs 9000] [--runs 3]
 
@@ -17,6 +17,8 @@ one run, medians of ``--runs`` fresh processes each:
   ``squeue --all --json >/dev/null`` and the node listing
   (``scontrol show node --json``, ``sinfo --json`` on 22.05) run at once;
 * the TUI in a tmux pane: seconds from start to the Pulse view with data;
+* slurmrestd (the test cluster's, JWT of the test user): the same load through
+  the REST backend, and the peak RSS of the slurmrestd server itself (VmHWM);
 * the UI question: the worst gap of a 5 ms asyncio ticker during a refresh and
   during a fetch from a controller that does not answer, with pyslurm in a
   thread of the UI process vs in the worker process.
@@ -62,6 +64,14 @@ async def _backend(mode: str, down: bool = False):
     cli = SlurmCliBackend(LocalRunner(), timeout=60)
     if mode == "slurm-cli":
         return cli, 0.0
+    if mode == "slurmrestd":
+        from cockpit.backends.rest_client import RestSettings
+        from cockpit.backends.slurmrestd import SlurmRestBackend
+
+        started = time.perf_counter()
+        rest = SlurmRestBackend(RestSettings(url=os.environ["SLURMRESTD_URL"], timeout=120))
+        await rest.open()
+        return rest, time.perf_counter() - started
     from cockpit.backends.pyslurm_backend import Probe, PyslurmBackend, probe
     from cockpit.backends.pyslurm_worker import PyslurmWorker, ThreadWorker
 
@@ -163,6 +173,8 @@ def rpc_delta(before: dict[str, int], after: dict[str, int]) -> int:
 
 
 def child(mode: str, env) -> dict:
+    if mode == "slurmrestd":  # only this child gets the token: every Slurm client would use SLURM_JWT
+        env = dict(env, SLURM_JWT=env["COCKPIT_TEST_SLURM_JWT"])
     proc = subprocess.run([sys.executable, __file__, "--measure", mode], capture_output=True, text=True,
                           env=env, timeout=900)
     if proc.returncode != 0:
@@ -201,6 +213,8 @@ def tui_first_screen(env, backend: str) -> float:
         (cfg / "config.toml").write_text(f'[general]\nbackend = "{backend}"\n')
         sock = f"cockpit-bench-{os.getpid()}"
         tenv = dict(env, XDG_CONFIG_HOME=tmp, XDG_STATE_HOME=tmp, TERM="xterm-256color", LANG="C.UTF-8")
+        if backend == "slurmrestd":
+            tenv["SLURM_JWT"] = env["COCKPIT_TEST_SLURM_JWT"]
 
         def tmux(*a):
             return subprocess.run(["tmux", "-L", sock, *a], capture_output=True, text=True, env=tenv, timeout=20)
@@ -216,6 +230,17 @@ def tui_first_screen(env, backend: str) -> float:
             return float("nan")
         finally:
             tmux("kill-server")
+
+
+def server_peak_mb(env, daemon: str) -> float:
+    """The peak RSS (VmHWM) of the test cluster's ``daemon`` on head, from its pid file."""
+    try:
+        pid = Path(env["COCKPIT_TEST_CLUSTER_RUN"], "pids", f"head.{daemon}.pid").read_text().split()[0]
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (OSError, KeyError, IndexError):
+        return float("nan")
+    m = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+    return int(m.group(1)) / 1024 if m else float("nan")
 
 
 def load(env, tag: str, n: int) -> None:
@@ -260,7 +285,7 @@ def main() -> None:
 
 def run_all(env, node_argv, runs: int) -> dict:
     res: dict = {"floor": floor(env, node_argv, runs)}
-    for mode in ("slurm-cli", "pyslurm", "pyslurm-thread"):
+    for mode in ("slurm-cli", "pyslurm", "pyslurm-thread", "slurmrestd"):
         samples = [child(mode, env) for _ in range(runs)]
         med = {k: statistics.median(s[k] for s in samples) for k, v in samples[0].items()
                if isinstance(v, (int, float))}
@@ -269,8 +294,9 @@ def run_all(env, node_argv, runs: int) -> dict:
         res[mode] = med
     for mode in ("pyslurm-down", "pyslurm-thread-down"):
         res[mode] = child(mode, env)
-    for mode in ("slurm-cli", "pyslurm"):
+    for mode in ("slurm-cli", "pyslurm", "slurmrestd"):
         res[mode]["tui_first_s"] = statistics.median(tui_first_screen(env, mode) for _ in range(runs))
+    res["slurmrestd"]["rss_server_mb"] = server_peak_mb(env, "slurmrestd")
     res["pyslurm-thread"]["tui_first_s"] = float("nan")  # the TUI always uses the worker process
     return res
 
@@ -281,7 +307,9 @@ def report(r: dict, version: str, node_argv: list[str], args) -> None:
           f"slurmctld ({args.jobs} of them held, submitted for this run); medians of {args.runs} runs")
     print(f"floor: squeue --all --json {f['jobs_s']:.2f} s, {' '.join(node_argv)} {f['nodes_s']:.2f} s, "
           f"both at once {f['both_s']:.2f} s; squeue's peak RSS {f['rss_mb']:.0f} MB")
-    cols = ("slurm-cli", "pyslurm", "pyslurm-thread")
+    cols = ("slurm-cli", "pyslurm", "pyslurm-thread", "slurmrestd")
+    for c in cols:
+        r[c].setdefault("rss_server_mb", float("nan"))
     print(f"{'':34}" + "".join(f"{c:>16}" for c in cols))
 
     def row(label, key, fmt="{:.2f}", ratio=None):
@@ -300,6 +328,7 @@ def report(r: dict, version: str, node_argv: list[str], args) -> None:
     row("refresh, nothing changed, s", "refresh_s", ratio=f["both_s"])
     row("peak RSS, cockpit process, MB", "rss_self_mb", "{:.0f}")
     row("peak RSS, largest helper, MB", "rss_helper_mb", "{:.0f}")
+    row("peak RSS, slurmrestd server, MB", "rss_server_mb", "{:.0f}")
     row("slurmctld RPCs: start + first load", "rpcs_first", "{:.0f}")
     row("slurmctld RPCs: refresh", "rpcs_refresh", "{:.0f}")
     row("UI: worst 5 ms tick during refresh, s", "stall_refresh_s", "{:.3f}")

@@ -32,6 +32,7 @@ _GLOBAL_OPTIONS: tuple[tuple[str, dict], ...] = (
     ("--cluster", {"metavar": "NAME", "help": "use [clusters.NAME] from the config; all: every one (headless commands)"}),
     ("--backend", {"choices": backend_names(), "help": "auto, or an installed backend by name"}),
     ("--read-only", {"action": "store_true", "help": "refuse every action"}),
+    ("--prometheus", {"metavar": "URL", "help": "GPU telemetry from this Prometheus (dcgm-exporter series)"}),
 )
 
 

@@ -84,14 +84,31 @@ class Rest:
 
 
 @dataclass(frozen=True)
+class Telemetry:
+    prometheus_url: str = _f("", "GPU telemetry from this Prometheus (dcgm-exporter's series) instead of nvidia-smi over SSH; empty = nvidia-smi. --prometheus URL sets it too. Only its API is used (/api/v1/query, query_range), with gzip.")
+    prometheus_token_file: str = _f("", "File holding a bearer token for Prometheus (first line). Refused when group or others can read it; never put the token itself in the config or argv.")
+    prometheus_basic_auth_file: str = _f("", "File holding user:password for Prometheus basic auth (first line), refused when group or others can read it.")
+    prometheus_tls_verify: bool = _f(True, "Verify Prometheus' TLS certificate. Setting false is for a test setup only.")
+    prometheus_ca_file: str = _f("", "CA bundle for Prometheus' certificate; empty = the system's.")
+    prometheus_timeout: float = _f(10.0, "Seconds before one Prometheus query is given up (the view keeps the last values, marked stale).")
+    prometheus_concurrency: int = _f(4, "Prometheus queries in flight at once.")
+    node_label: str = _f("Hostname", "Series label naming the Slurm node (dcgm-exporter's Hostname); instance with its port stripped is always the fallback.")
+    gpu_label: str = _f("gpu", "Series label naming the GPU: gpu (the index Slurm uses), UUID or pci_bus_id (then numbered in PCI bus order per node, as NVML and Slurm's AutoDetect do).")
+    job_label: str = _f("hpc_job", "dcgm-exporter's HPC job-mapping label; where present it is cross-checked against Slurm and disagreements are said. Empty = do not read it.")
+    scrape_interval: float = _f(30.0, "Prometheus' scrape interval for dcgm-exporter: a GPU whose newest sample is older than two intervals is shown stale.")
+    window: int = _f(300, "Seconds over which Xid changes, PCIe replays and NVLink errors are counted.")
+
+
+@dataclass(frozen=True)
 class Cluster:
     host: str = _f("", "Login node to run Slurm commands on (SSH).")
     backend: str = _f("auto", "Backend for this cluster.")
     jump_host: str = _f("", "Jump host to reach this cluster's compute nodes.")
     rest_url: str = _f("", "slurmrestd URL of this cluster (the slurmrestd backend); replaces [rest] url.")
+    prometheus_url: str = _f("", "This cluster's Prometheus for GPU telemetry (overrides [telemetry] prometheus_url).")
 
 
-SECTIONS = {"general": General, "refresh": Refresh, "ssh": Ssh, "tui": Tui, "rest": Rest}
+SECTIONS = {"general": General, "refresh": Refresh, "ssh": Ssh, "tui": Tui, "rest": Rest, "telemetry": Telemetry}
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,7 @@ class Config:
     ssh: Ssh = field(default_factory=Ssh)
     tui: Tui = field(default_factory=Tui)
     rest: Rest = field(default_factory=Rest)
+    telemetry: Telemetry = field(default_factory=Telemetry)
     clusters: dict[str, Cluster] = field(default_factory=dict)
     plugins: dict[str, dict[str, Any]] = field(default_factory=dict)
     path: str | None = None  # the file it came from, None for defaults
@@ -235,6 +253,11 @@ def plugin_config(cfg: Config, plugin) -> dict[str, Any]:
             raise ConfigError(f"{where}: key {shown(f'plugins.{plugin.name}.{key}')} has the wrong type: {_value(value)}")
         out[key] = value
     return out
+
+
+def with_prometheus(cfg: Config, url: str | None) -> Config:
+    """``--prometheus URL`` (or a cluster's prometheus_url) over [telemetry] prometheus_url."""
+    return replace(cfg, telemetry=replace(cfg.telemetry, prometheus_url=url)) if url else cfg
 
 
 def with_overrides(cfg: Config, **general: Any) -> Config:

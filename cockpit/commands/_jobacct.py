@@ -123,7 +123,12 @@ async def job_show(args: argparse.Namespace, session: Any) -> int:
     job = next((j for j in found.items if j.job_id == job_id or str(j.job_id_raw) == job_id), None)
     if job is None:
         raise UsageError(f"job {job_id}: accounting has no record of it")
-    eff = efficiency(job) if job.state in FINISHED_STATES else None
+    eff = None
+    if job.state in FINISHED_STATES:
+        from cockpit.telemetry.promsource import finished_job_history
+
+        history, how = await finished_job_history(session.config, job)
+        eff = efficiency(job, history, how)
     if args.json:
         print_json({"schema_version": SCHEMA_VERSION, "job": job_to_dict(job, failure_text(job)),
                     "efficiency": None if eff is None else efficiency_to_dict(eff),

@@ -109,8 +109,10 @@ async def run_utilization(args: argparse.Namespace, session: Any) -> int:
     if partition and partition not in {p.name for p in snap.partitions}:
         known = ", ".join(sorted(p.name for p in snap.partitions)) or "none"
         raise UsageError(f"--partition {partition!r}: no such partition (known: {known})")
+    from cockpit.telemetry.promsource import job_utils_provider
+
     u = await utilization(acct, snap, start, now, partition=partition, account=account,
-                          tracked=getattr(acct, "tracked_tres", ""))
+                          tracked=getattr(acct, "tracked_tres", ""), gpu_utils=job_utils_provider(session.config))
     if args.json:
         print_json(utilization_to_dict(u))
     elif args.csv:

@@ -3,12 +3,14 @@ GPU, each with the field it came from, or why there is no figure. No Textual."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from cockpit.models.accounting import JobRecord
 from cockpit.models.accounting_reports import Efficiency, Measure
 
 NO_GPU_UTIL = ("not measured: Slurm recorded no gres/gpuutil for this job (it needs gres/gpuutil in "
-               "AccountingStorageTRES and an NVML/RSMI GPU plugin on the nodes), and cockpit keeps no "
-               "GPU telemetry history")
+               "AccountingStorageTRES and an NVML/RSMI GPU plugin on the nodes), and no Prometheus "
+               "with dcgm-exporter's series is configured ([telemetry] prometheus_url)")
 
 
 def _cpu(job: JobRecord) -> Measure:
@@ -52,6 +54,29 @@ def _gpu(job: JobRecord) -> Measure:
                    "sacct TRESUsageInAve gres/gpuutil of the steps, weighted by their elapsed time")
 
 
-def efficiency(job: JobRecord) -> Efficiency:
-    """CPU, memory and GPU efficiency of a job read with its steps (sacct -j)."""
-    return Efficiency(job.job_id, (_cpu(job), _memory(job), _gpu(job)))
+def gpu_from_history(job: JobRecord, history: Mapping[tuple[str, int], Sequence[tuple[float, float]]],
+                     how: str = "") -> Measure | None:
+    """The GPU figure from utilisation samples over the whole run ((node, GPU) -> [(t, %)],
+    from Prometheus' query_range), or None when there are none. The mean is over every
+    sample of every GPU (equal steps); how much of the run had samples is said."""
+    pts = [(t, v) for series in history.values() for t, v in series]
+    if not pts or not job.start_time:
+        return None
+    end = job.end_time or max(t for t, _ in pts)
+    run = max(end - job.start_time, 1)
+    times = sorted({t for t, _ in pts})
+    step = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
+    covered = min(100.0, 100.0 * (times[-1] - times[0] + step) / run)  # the run's span that had samples
+    pct = sum(v for _, v in pts) / len(pts)
+    used = f"{len(history)} GPU(s) over {run / 60:.0f} min, samples over {covered:.0f}% of the run"
+    source = "Prometheus DCGM_FI_DEV_GPU_UTIL over the run (query_range), mean of every sample"
+    return Measure("gpu", round(pct, 1), used, f"{source}{'; ' + how if how else ''}")
+
+
+def efficiency(job: JobRecord, gpu_history: Mapping[tuple[str, int], Sequence[tuple[float, float]]] | None = None,
+               gpu_how: str = "") -> Efficiency:
+    """CPU, memory and GPU efficiency of a job read with its steps (sacct -j). With
+    ``gpu_history`` (its GPUs' utilisation over the run from Prometheus) the GPU figure
+    comes from there; else from sacct's gres/gpuutil where Slurm recorded it."""
+    gpu = gpu_from_history(job, gpu_history, gpu_how) if gpu_history and job.gpus else None
+    return Efficiency(job.job_id, (_cpu(job), _memory(job), gpu or _gpu(job)))

@@ -7,7 +7,7 @@ import argparse
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cockpit.config import Config, load_config, with_overrides
+from cockpit.config import Config, load_config, with_overrides, with_prometheus
 from cockpit.errors import ConfigError
 
 
@@ -44,6 +44,7 @@ def _cluster_overrides(cfg: Config, name: str | None) -> Config:
     cfg = replace(cfg, cluster=name)
     if c.rest_url:
         cfg = replace(cfg, rest=replace(cfg.rest, url=c.rest_url))
+    cfg = with_prometheus(cfg, c.prometheus_url or None)
     return with_overrides(cfg, host=c.host or None, backend=c.backend if c.backend != "auto" else None)
 
 
@@ -69,6 +70,7 @@ async def open_session(args: argparse.Namespace) -> Session:
         backend=backend_flag,
         read_only=True if getattr(args, "read_only", False) else None,
     )
+    cfg = with_prometheus(cfg, getattr(args, "prometheus", None))
     replay = getattr(args, "replay", None)
     from cockpit.backends.select import choose_backend
 

@@ -11,7 +11,8 @@ Where each figure comes from (also in the report's ``sources``):
 * drained/down: sacctmgr node events (drain, down, reboot) x the node's GPUs,
   minus what jobs still held on the node meanwhile (a draining node);
 * idle inside allocations: gres/gpuutil recorded in the steps' TRESUsageInAve
-  where AccountingStorageTRES tracks it, else "not measured";
+  where AccountingStorageTRES tracks it, else the jobs' DCGM_FI_DEV_GPU_UTIL over
+  their runs from the site's Prometheus (``gpu_utils``), else "not measured";
 * unallocated: capacity - allocated - drained.
 """
 
@@ -167,8 +168,23 @@ def idle_fraction(jobs: tuple[JobRecord, ...]) -> tuple[float | None, int]:
     return (num / den if den else None), measured
 
 
+def idle_from_utils(jobs: tuple[JobRecord, ...], utils: dict[Any, float]) -> tuple[float | None, int]:
+    """(share of allocated GPU time idle, jobs measured) from each job's mean GPU
+    utilisation over its run (``utils``: job id -> %, from Prometheus)."""
+    num = den = 0.0
+    measured = 0
+    for j in jobs:
+        if j.job_id not in utils or not j.gpus:
+            continue
+        measured += 1
+        weight = j.gpus * max(j.elapsed_s, 1)
+        num += weight * (1 - min(utils[j.job_id], 100.0) / 100.0)
+        den += weight
+    return (num / den if den else None), measured
+
+
 async def utilization(acct: Any, snapshot: Any, start: int, now: float, *, partition: str = "",
-                      account: str = "", tracked: str = "") -> Utilization:
+                      account: str = "", tracked: str = "", gpu_utils: Any = None) -> Utilization:
     """Ask accounting for the window's jobs and node events, then :func:`compute`.
     ``tracked`` is AccountingStorageTRES (gres/gpuutil there: read the steps too).
     Raises BackendError/ParseError (one line)."""
@@ -192,6 +208,13 @@ async def utilization(acct: Any, snapshot: Any, start: int, now: float, *, parti
         idle, measured = idle_fraction(steps.items)
         idle_src = (f"gres/gpuutil in TRESUsageInAve of {measured} job(s)' steps" if measured else
                     f"{NOT_MEASURED}: gres/gpuutil is tracked but no job recorded it (no GPU plugin gathered it)")
+    if idle is None and gpu_utils is not None:  # no gres/gpuutil: the site's DCGM series over each run
+        utils, how = await gpu_utils(jobs.items, start, end)
+        idle, measured = idle_from_utils(jobs.items, utils)
+        if measured:
+            idle_src = f"{how} of {measured} job(s)"
+        elif how:
+            idle_src = f"{NOT_MEASURED}: {how}"
     report = compute(jobs.items, tuple(e for e in events.items if e.node in known), snapshot.nodes, snapshot.partitions,
                      start, end, partition=partition, account=account, idle_frac=idle)
     sources = {

@@ -269,6 +269,13 @@ class SlurmJobs(Protocol):
         ...
 
 
+class GpuSeries(Protocol):
+    description: str
+
+    async def node_series(self, node: str, seconds: float = 3600.0) -> dict[str, dict[int, list[tuple[float, float]]]]:
+        ...
+
+
 @dataclass
 class CheckContext:
     """What a check may use. Built by cockpit (CLI or TUI), never by plugins."""
@@ -281,6 +288,13 @@ class CheckContext:
     read_only: bool = False
     simulated: bool = False  # the demo: everything shown says SIMULATED
     progress: Callable[[str], None] = lambda _msg: None
+    # The site's dcgm-exporter series in Prometheus, where [telemetry] prometheus_url is set (else None):
+    # ``await ctx.gpu_series.node_series(node, 3600)`` -> {series name: {GPU index: [(t, value)]}},
+    # e.g. DCGM_FI_DEV_XID_ERRORS (the LAST Xid, never a count), temperatures, power, throttle
+    # reasons, NVLink and PCIe counters (cockpit/telemetry/dcgm.py RUNBOOK_NAMES). Raises
+    # BackendError when Prometheus cannot answer. Evidence beside dmesg for gpu-xid,
+    # thermal-power and nvlink.
+    gpu_series: GpuSeries | None = None
 
 
 class Check(Protocol):

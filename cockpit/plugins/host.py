@@ -16,7 +16,7 @@ from cockpit.plugins.api import CheckContext
 
 
 def check_context(*, backend: Any, actions: Actions, probes: Any, config: Mapping[str, Any],
-                  progress: Callable[[str], None] | None = None) -> CheckContext:
+                  progress: Callable[[str], None] | None = None, gpu_series: Any = None) -> CheckContext:
     """The CheckContext for one plugin (``config``: its [plugins.NAME] table, defaults applied)."""
     cluster = BackendCluster(backend)
     ctx = CheckContext(
@@ -27,6 +27,7 @@ def check_context(*, backend: Any, actions: Actions, probes: Any, config: Mappin
         config=config,
         read_only=actions.read_only,
         simulated=backend.capabilities().simulated,
+        gpu_series=gpu_series,
     )
     if progress is not None:
         ctx.progress = progress
@@ -41,8 +42,10 @@ def session_context(session: Any, plugin: Any, *, yes: bool = False, progress: C
     [plugins.NAME] table or an unusable audit log path."""
     from cockpit.config import plugin_config
     from cockpit.core.actions import actions_from_session
+    from cockpit.telemetry.promsource import gpu_series_for
 
+    simulated = bool(getattr(session.backend, "simulated", False))
     return check_context(backend=session.backend, actions=actions_from_session(session, yes=yes),
                          probes=session.backend.probe_runner(session.config),
                          config=plugin_config(session.config, plugin) if config is None else config,
-                         progress=progress)
+                         progress=progress, gpu_series=None if simulated else gpu_series_for(session.config))

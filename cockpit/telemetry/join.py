@@ -77,6 +77,8 @@ class GpuRow:
         """``job 123 (alice) GPU 3: 0% util for 20 min`` (or the idle/unknown form)."""
         t = self.telemetry
         util = "util unknown" if t is None or t.util_gpu is None else f"{t.util_gpu:g}% util"
+        if t is not None and t.stale:
+            util += " (stale, not live)"
         if self.job_id is not None:
             text = f"job {self.job_display} ({self.user}) GPU {self.index}: {util}"
         else:

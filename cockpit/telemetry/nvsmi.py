@@ -102,7 +102,22 @@ class GpuTelemetry:
     pcie_gen_max: int | None = None
     pcie_width: int | None = None
     pcie_width_max: int | None = None
-    missing: tuple[str, ...] = field(default=())  # query fields the output lacked
+    missing: tuple[str, ...] = field(default=())  # query fields (or DCGM series) the source lacked
+    # Read from Prometheus (dcgm-exporter) only; see cockpit/telemetry/dcgm.py for each.
+    mem_free_mib: float | None = None
+    xid_last: int | None = None  # the LAST Xid, never a count
+    xid_changes: int | None = None  # changes of xid_last within the window
+    pcie_replays: float | None = None  # within the window
+    nvlink_errors: float | None = None  # within the window, all links
+    nvlink_bytes_per_s: float | None = None
+    gr_active: float | None = None  # profiling fields, %
+    sm_active: float | None = None
+    tensor_active: float | None = None
+    dram_active: float | None = None
+    source: str = "nvidia-smi"
+    stale: bool = False  # newest sample older than two scrape intervals
+    age_s: float | None = None  # age of the newest sample (Prometheus)
+    job_label: str | None = None  # dcgm-exporter's HPC job-mapping label, as exported
 
     @property
     def clock_events(self) -> tuple[str, ...]:

@@ -109,7 +109,7 @@ class CockpitApp(App):
         why = telemetry_blocker(self.config, self.probes, self.simulated)
         self.telemetry_state = why or "on"
         self.live_telemetry = None if why else LiveTelemetry(self, self.probes, self.config.refresh.telemetry, clock)
-        node_kinds = {TELEMETRY: self.live_telemetry.node_kind()} if self.live_telemetry else {}
+        node_kinds = self.live_telemetry.node_kinds() if self.live_telemetry else {}
         refresh = self.config.refresh
         intervals = {k: getattr(refresh, k) for k in ("nodes", "jobs", "partitions", "topology")}
         local, remote, off = output_blocker(self.config, self.probes, self.simulated)

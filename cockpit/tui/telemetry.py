@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -28,14 +29,18 @@ from cockpit.core.poller import NodeKind
 from cockpit.telemetry.join import LowUtilTracker, gpu_owners, join
 from cockpit.telemetry.nvsmi import THROTTLE_BITS, GpuTelemetry
 from cockpit.telemetry.probe import TelemetryReading, read_telemetry
+from cockpit.telemetry.prometheus import PrometheusError
+from cockpit.telemetry.promsource import prometheus_source, with_stale
 from cockpit.text import clean
 from cockpit.tui.messages import TelemetryUpdated
+from cockpit.tui.suspects import IDLE_UTIL
 from cockpit.tui.screens.detail import NodeDetailScreen
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
 
 KIND = "telemetry"  # the poller's name for this node kind
+FLEET_KIND = "telemetry-idle"  # with Prometheus: the fleet-wide idle-GPU query
 SHORT_REASON = {"sw_power_cap": "power cap", "hw_slowdown": "hw slow", "sw_thermal_slowdown": "sw thermal",
                 "hw_thermal_slowdown": "hw thermal", "hw_power_brake_slowdown": "pwr brake"}
 PANEL_LINES = 3  # errors and idle GPUs shown each; the rest is counted
@@ -50,6 +55,8 @@ def telemetry_blocker(config: Config, probes: Any, simulated: bool) -> str:
         return "off ([tui] telemetry = false)"
     if config.refresh.telemetry <= 0:
         return "off ([refresh] telemetry = 0)"
+    if config.telemetry.prometheus_url and not simulated:  # no SSH route needed: Prometheus has it all
+        return ""
     if probes is None or not probes.available:
         return f"off ({probes.why_not if probes is not None else 'no nodes to ask behind this backend'})"
     cfg = config
@@ -75,6 +82,9 @@ def view_values(t: GpuTelemetry, low_since: float | None, now: float) -> dict[st
         mem = round(100.0 * t.mem_used_mib / t.mem_total_mib, 1)
     out: dict[str, Any] = {"util": t.util_gpu, "mem": mem, "temp": t.temp_gpu, "power": t.power_w,
                            "ecc": t.ecc_uncorr_volatile, "throttle": throttle_word(t)}
+    if t.stale:  # text, not a number: a stale 0 % is no evidence (the Pulse counts numbers only)
+        out = {k: (f"{v:.0f} stale" if isinstance(v, float) else v) for k, v in out.items()}
+        out["stale"] = True
     if low_since is not None:
         out["low_util_for"] = f"{int((now - low_since) // 60)} min"
     return out
@@ -94,10 +104,14 @@ class LiveTelemetry:
     """The ``telemetry`` node kind of the App's poller, and what it shows."""
 
     def __init__(self, app: CockpitApp, probes: Any, interval: float, clock: Callable[[], float] = time.time) -> None:
-        self.app, self.probes, self.clock = app, probes, clock
+        self.app, self.clock = app, clock
+        # [telemetry] prometheus_url / --prometheus: dcgm-exporter's series instead of nvidia-smi
+        self.prometheus = prometheus_source(app.config, clock) if not app.simulated else None
+        self.probes = self.prometheus or probes  # .description for the panel
         self.interval = max(1.0, float(interval))
         self.tracker = LowUtilTracker()
         self.readings: dict[tuple[str, int], GpuTelemetry] = {}
+        self.fleet_idle: dict[tuple[str, int], GpuTelemetry] = {}  # Prometheus: idle GPUs fleet-wide
         self.errors: dict[str, str] = {}
         self.last_poll: float | None = None
         self.last_nodes: tuple[str, ...] = ()
@@ -110,6 +124,39 @@ class LiveTelemetry:
 
     def node_kind(self) -> NodeKind:
         return NodeKind(fetch=self.fetch, wanted=self.wanted, deliver=self.deliver, interval=self.interval)
+
+    def node_kinds(self) -> dict[str, NodeKind]:
+        """The kinds for the App's poller: the nodes in view, and with Prometheus the
+        fleet-wide idle GPUs (one query whose answer holds only the idle ones), so that the
+        Pulse finds a job idle on GPUs nobody is looking at."""
+        kinds = {KIND: self.node_kind()}
+        if self.prometheus is not None:
+            kinds[FLEET_KIND] = NodeKind(fetch=self.fetch_idle, wanted=self.gpu_job_nodes,
+                                         deliver=self.deliver_idle, interval=self.interval)
+        return kinds
+
+    def gpu_job_nodes(self) -> set[str]:
+        """The fleet query's scope: nodes where a running job holds GPUs."""
+        snap = self.app.snapshot
+        nodes = {node for node, _ in gpu_owners(snap)} if snap is not None else set()
+        if not nodes:  # no GPU job runs: nothing to ask, and nothing old may linger as "idle"
+            self.fleet_idle = {}
+        return nodes
+
+    async def fetch_idle(self, nodes: tuple[str, ...]) -> dict[tuple[str, int], float]:
+        assert self.prometheus is not None
+        try:
+            return await self.prometheus.idle_gpus(IDLE_UTIL)
+        except PrometheusError:  # kept, marked stale: a 0 % that is not live is no evidence
+            self.fleet_idle = {k: replace(t, stale=True) for k, t in self.fleet_idle.items()}
+            self.app.post_message(TelemetryUpdated(self.view_map()))
+            raise
+
+    def deliver_idle(self, nodes: tuple[str, ...], idle: dict[tuple[str, int], float]) -> None:
+        scope = set(nodes)
+        self.fleet_idle = {k: GpuTelemetry(k[1], util_gpu=u, source="prometheus")
+                           for k, u in idle.items() if k[0] in scope}
+        self.app.post_message(TelemetryUpdated(self.view_map()))
 
     # -- what the poller calls (on the app's event loop) -----------------
     def wanted(self) -> set[str]:
@@ -126,7 +173,14 @@ class LiveTelemetry:
         self.read_once.update(nodes)
         self.tick()
         try:
-            return await read_telemetry(self.probes, nodes)
+            if self.prometheus is None:
+                return await read_telemetry(self.probes, nodes)
+            try:
+                return await self.prometheus.read(nodes)
+            except PrometheusError:  # the last values stay, marked stale; the poller backs off
+                self.readings = with_stale(TelemetryReading(self.readings)).readings
+                self.app.post_message(TelemetryUpdated(self.view_map()))
+                raise
         finally:
             self.last_duration = time.monotonic() - self.poll_started
             self.polling = None
@@ -154,7 +208,7 @@ class LiveTelemetry:
         snap = self.app.snapshot
         owners = gpu_owners(snap) if snap is not None else {}
         out: dict[tuple[str, int], dict[str, Any]] = {}
-        for key, t in self.readings.items():
+        for key, t in {**self.fleet_idle, **self.readings}.items():  # a node read in full wins
             job = owners.get(key)
             since = self.tracker.since(key[0], key[1], job.job_id) if job else None
             out[key] = view_values(t, since, now)
@@ -244,6 +298,8 @@ def panel_text(s: LiveTelemetry) -> Text:
     if failure:
         t.append("\n failed: ", style="bold red")
         t.append(clean(failure, 200))
+        if s.readings:
+            t.append("\n stale: the values below are the last ones read, not live", style="bold red")
     errors = [e if n in e else f"{n}: {e}" for n, e in sorted(s.errors.items())]
     for label, lines, style in (("no telemetry", errors, "bold red"),
                                 ("idle", s.idle_lines(), "yellow")):

@@ -214,4 +214,9 @@ class FinishedJobScreen(Screen):
             body.update(Text(f"accounting has no record of job {clean(self.job_id, 30)}", style="bold"))
             return
         self.query_one("#finished-title", Static).update(Text(f" job {job.job_id} {clean(job.name, 60)}: {job.state}"))
-        body.update(job_text(job, efficiency(job) if job.state in FINISHED_STATES else None))
+        eff = None
+        if job.state in FINISHED_STATES:  # with Prometheus, the GPU figure is the run's DCGM utilisation
+            from cockpit.telemetry.promsource import finished_job_history
+
+            eff = efficiency(job, *await finished_job_history(self.app.config, job))
+        body.update(job_text(job, eff))

@@ -71,7 +71,10 @@ class UtilizationScreen(AccountingWindowScreen):
 
         async def fetch(acct, since: int, now: float):
             snap = self.app.snapshot or await self.app.backend.snapshot()
-            return await utilization(acct, snap, since, now, tracked=getattr(acct, "tracked_tres", ""))
+            from cockpit.telemetry.promsource import job_utils_provider
+
+            return await utilization(acct, snap, since, now, tracked=getattr(acct, "tracked_tres", ""),
+                                     gpu_utils=job_utils_provider(self.app.config))
 
         answer = await self.ask(f" GPU utilization, last {self.window} (1/2/3: 1/7/30 d)", fetch)
         if answer is not None:

@@ -1,0 +1,186 @@
+"""A real Prometheus on loopback for the telemetry tests and the bench, scraping the
+dcgm-exporter STAND-IN below.
+
+The stand-in is not dcgm-exporter (there is no GPU here): it serves REAL recorded
+dcgm-exporter ``/metrics`` outputs (tests/data/dcgm, SOURCES.md there), one per
+node at ``/metrics/<node>``, with only the ``Hostname`` label rewritten to the test
+cluster's node name. Prometheus is Debian's binary, started as a plain process on
+127.0.0.1 with its own temp data dir and a free port, and stopped by its PID.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data" / "dcgm"
+# node -> recording. node04's recording has no Hostname label: it is matched by instance.
+RECORDINGS = {
+    "node01": "h100-8gpu-gpu-node-1-580.105.08-sampled.prom",
+    "node02": "rtx6000ada-1gpu-aiperf-fixture.prom",
+    "node03": "v100-4gpu-r6i3n0-issue250-EXCERPT.prom",
+    "node04": "readme-quickstart-1gpu-blank-memory-temp.prom",
+}
+_HOSTNAME = re.compile(r'Hostname="[^"]*"')
+
+
+def relabelled(name: str, node: str) -> str:
+    """A recording with its Hostname label set to ``node`` (nothing else changes)."""
+    return _HOSTNAME.sub(f'Hostname="{node}"', (DATA / name).read_text())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class StandIn:
+    """The dcgm-exporter stand-in: ``pages`` maps a node to its /metrics text (changeable)."""
+
+    def __init__(self, pages: dict[str, str]) -> None:
+        self.pages = dict(pages)
+        self.port = free_port()
+        standin = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                node = self.path.rsplit("/", 1)[-1]
+                body = standin.pages.get(node)
+                if body is None:
+                    self.send_error(404)
+                    return
+                data = body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):  # quiet
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def scrape_config(standin: StandIn, nodes: list[str], interval: str = "1s") -> str:
+    """One scrape job per node. node04 (no Hostname label in its recording) gets the
+    ``instance`` label ``node04:9400``, as a site that names targets by host has."""
+    jobs = []
+    for node in nodes:
+        labels = f"\n        labels: {{instance: '{node}:9400'}}" if node == "node04" else ""
+        jobs.append(f"""  - job_name: dcgm-{node}
+    scrape_interval: {interval}
+    metrics_path: /metrics/{node}
+    static_configs:
+      - targets: ['127.0.0.1:{standin.port}']{labels}""")
+    return "global:\n  scrape_interval: " + interval + "\nscrape_configs:\n" + "\n".join(jobs) + "\n"
+
+
+class Prometheus:
+    """Debian's prometheus on 127.0.0.1:<free port>, data in ``datadir``; stop() by PID."""
+
+    def __init__(self, config_text: str, datadir: Path, *, extra: list[str] | None = None) -> None:
+        self.binary = shutil.which("prometheus")
+        if self.binary is None:
+            raise RuntimeError("prometheus is not installed (apt-get install prometheus)")
+        datadir.mkdir(parents=True, exist_ok=True)
+        self.config = datadir / "prometheus.yml"
+        self.config.write_text(config_text)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(datadir / "prometheus.log", "wb")
+        self.proc = subprocess.Popen(
+            [self.binary, f"--config.file={self.config}", f"--storage.tsdb.path={datadir / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=30d",
+             *(extra or [])],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def api(self, path: str, **params: str) -> dict:
+        url = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback
+            return json.loads(resp.read())
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"prometheus exited {self.proc.returncode}: see {self.log.name}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2):  # noqa: S310
+                    return
+            except OSError:
+                time.sleep(0.1)  # polling a process that is starting; the deadline only guards a hang
+        raise RuntimeError(f"prometheus not ready within {timeout:g} s")
+
+    def wait_series(self, promql: str, count: int, timeout: float = 60.0) -> None:
+        """Wait until ``promql`` returns at least ``count`` series (the first scrapes landed)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.api("/api/v1/query", query=promql)["data"]["result"]) >= count:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"{promql!r} did not reach {count} series within {timeout:g} s")
+
+    def cpu_seconds(self) -> float:
+        """User+system CPU the Prometheus process has used so far (from /proc)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()  # by PID: this process only
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def openmetrics_history(pages: dict[str, str], start: float, end: float, step: float) -> str:
+    """OpenMetrics text for ``promtool tsdb create-blocks-from openmetrics``: every
+    sample of the recordings repeated at ``step`` from ``start`` to ``end`` (history
+    built from the same recordings, values as recorded)."""
+    series: dict[str, list[str]] = {}
+    for text in pages.values():
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            head, value = line.rsplit(" ", 1)
+            name = head.split("{", 1)[0]
+            series.setdefault(name, []).append(f"{head.replace(', ', ',')} {value}")
+    out = []
+    for name, lines in series.items():
+        out.append(f"# TYPE {name} gauge")
+        t = start
+        while t <= end:
+            out.extend(f"{ln} {t:.3f}" for ln in lines)
+            t += step
+    out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+def create_blocks(openmetrics: str, tsdb: Path) -> None:
+    """promtool tsdb create-blocks-from openmetrics into ``tsdb`` (Prometheus' data dir)."""
+    src = tsdb.parent / "history.om"
+    src.write_text(openmetrics)
+    tsdb.mkdir(parents=True, exist_ok=True)
+    subprocess.run([shutil.which("promtool") or "promtool", "tsdb", "create-blocks-from", "openmetrics",
+                    str(src), str(tsdb)], check=True, capture_output=True, timeout=300)
