@@ -141,6 +141,12 @@ WATCHDOG = {
     "open-r1-issue620-hard-wrapped-trigger-split-EXCERPT.log": [
         (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): BROADCAST SeqNum 4 in PG 0(default_pg) "
                                             "after 1800000 ms")],
+    # issue titles that are NCCL fault lines cockpit reads no fields of: UNKNOWN, never OK ("NCCL Error 2"
+    # matched nothing before, and read OK)
+    **{name: [(Severity.UNKNOWN, "nccl.unread", "1 NCCL/PyTorch distributed fault line(s) not understood: the log is "
+                                                "not judged healthy")]
+       for name in ("nccl-issue834-title-nccl-system-error.log", "nccl-issue2013-title-nccl-error-2-modify-qp-errno-110.log",
+                    "nccl-issue1657-title-unhandled-system-error.log")},
     # what():  [PG 3 Rank 5] Process group watchdog thread terminated ... _ALLGATHER_BASE SeqNum 9141
     "sglang-issue1693-what-pg3-rank5-allgather-EXCERPT.log": [
         (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): _ALLGATHER_BASE SeqNum 9141 in PG 3 "
@@ -338,3 +344,11 @@ async def test_a_py_spy_session_whose_last_dump_is_missing_is_unknown(tmp_path):
     res = await probes_job.pyspy_stacks(RunContext(make_ctx(config={}), pyspy_files=(str(cut),)), {})
     assert (Severity.UNKNOWN, "stacks.missing") in [(f.severity, f.rule) for f in res.findings]
     assert "pid(s) 12369" in next(f.title for f in res.findings if f.rule == "stacks.missing")
+
+
+async def test_fault_lines_not_understood_are_named():
+    res = await watchdog("nccl-issue2013-title-nccl-error-2-modify-qp-errno-110.log")
+    (f,) = res.findings
+    assert f.evidence == (f"{WD / 'nccl-issue2013-title-nccl-error-2-modify-qp-errno-110.log'}:1: [Issue]: RuntimeError: "
+                          "NCCL Error 2 & ibv_modify_qp timeout (errno 110) during Distributed Checkpoint saving on 8 nodes "
+                          "(RoCE v2)",)

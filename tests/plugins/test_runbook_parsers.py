@@ -196,6 +196,9 @@ WD_CASES = {
     "nccl-issue1814-ib-plugin-status12-then-status5-EXCERPT.log": {},
     "nccl-issue928-net-ib-error4-local-protection-EXCERPT.log": {},
     "nccl-issue562-ibvwrap-create-qp-failed-EXCERPT.log": {},
+    "nccl-issue834-title-nccl-system-error.log": {},
+    "nccl-issue2013-title-nccl-error-2-modify-qp-errno-110.log": {},
+    "nccl-issue1657-title-unhandled-system-error.log": {},
 }
 
 
