@@ -19,7 +19,8 @@ Rules (thresholds are config keys under ``[plugins.nccl]``):
   was cut): its rows are judged, but it never reads OK;
 * a log that does not name its collective is judged as printed (busbw is
   already the collective's own figure) and says so; a rank count is inferred
-  from it only where busbw/algbw itself exceeds 1, which only all_reduce's does.
+  from it only where busbw/algbw itself exceeds 1, which only all_reduce's does,
+  and that estimate is reported as ``nranks_inferred``, never as the count.
 """
 
 from __future__ import annotations
@@ -169,7 +170,8 @@ def judge(run: NcclRun, expected: float | None, th: Thresholds = Thresholds(),
         text = f"busbw {busbw:.1f} GB/s at {size} B; no expected busbw configured and no history"
     else:
         sev = worst(judged)
-        text = next((f.title for f in judged if f.severity == sev), judged[0].title)
+        # every finding at the worst severity: two CRITs (wrong data and a slow link) are both said
+        text = "; ".join(dict.fromkeys(f.title for f in judged if f.severity == sev))
     if run.collective is None:
         text += " (the log does not name its collective)"
     if not run.summary:

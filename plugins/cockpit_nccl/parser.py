@@ -16,6 +16,11 @@ parameter line and the summary lines without a leading ``#`` and the table
 without a ``redop``/``root`` column: those lines are read as their ``#`` forms.
 A log that does not name its collective keeps ``collective`` None: nothing
 downstream assumes all_reduce for it.
+
+A table with a ``busbw`` column is not nccl-tests output by that alone: NCCL 1.x's
+single-process tests (``bytes N type op ... res``, times in ms, ``Device 0 -> 0``
+lines) and DeepSpeed's comms logger (``busbw_avg (Gbps)``) print one too. Such a
+header is refused by name (ParseError), and rows under it are never guessed.
 """
 
 from __future__ import annotations
@@ -40,10 +45,21 @@ _FAILURE = re.compile(r"(Test (?:NCCL|CUDA) failure|NCCL failure|CUDA failure|Te
 # The test program on a pasted launch line ("mpirun ... ./all_reduce_perf -b 8"): names the collective.
 _PROGRAM = re.compile(r"\b(all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)"
                       r"_perf(?:_mpi)?\b")
+# The launch line's own rank count: processes before the program (mpirun -np N, srun -n N /
+# --ntasks=N), GPUs and threads per process after it (nccl-tests -g G -t T).
+_PROCS = re.compile(r"(?:^|\s)(?:-np|-n|--ntasks(?:=|\s))\s*(\d+)\b")
+_PER_PROC = re.compile(r"(?:^|\s)-([gt])\s*(\d+)\b")
+_PER_NODE = re.compile(r"--ntasks-per-node[= ](\d+)\b")
+_NODES = re.compile(r"(?:--nodes[= ]|(?:^|\s)-N\s*)(\d+)\b")
+_LAUNCHER = re.compile(r"\b(?:mpirun|mpiexec|orterun|srun|torchrun|aprun|jsrun)\b")
 # Header and summary lines that the oldest builds print without the leading "#".
 _BARE_COMMENT = re.compile(r"^\s*(?:nThread\s|Out of bounds values\s*:|Avg bus bandwidth\s*:|size\s+count\s|\(B\)\s|"
                            r"out-of-place\s|Using devices|Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s)")
 _LEAD = ("size", "count", "type", "redop", "root")
+# Tables that carry a busbw column but are not nccl-tests': (their header's first words, their name)
+_FOREIGN = ((("bytes", "n", "type", "op"), "NCCL 1.x single-process test output (bytes/N/type/op/res columns, times in ms)"),
+            (("`comm.", "op"), "DeepSpeed comms logger summary (busbw_avg in Gbps)"),
+            (("comm.", "op"), "DeepSpeed comms logger summary (busbw_avg in Gbps)"))
 _SIDE_START = ("time", "cputime")
 # Positional fallbacks when an excerpt lacks the header.
 _NEW_SIDE = ("time", "algbw", "busbw", "#wrong")
@@ -112,6 +128,7 @@ class NcclRun:
     failures: tuple[str, ...] = ()  # "Test NCCL failure ..." lines
     engine: str = "nccl-tests"
     summary: bool = True  # the "Avg bus bandwidth" line was printed: the output ran to its end
+    launch_ranks: int | None = None  # N x G x T from a pasted launch line that states all three parts it uses
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -129,10 +146,14 @@ class NcclRun:
 
     @property
     def nranks(self) -> int | None:
-        """Ranks from the device lines, else from nThread x nGpus x processes (unknown)."""
-        if self.devices and not self.launch_problems:
-            return len({d.rank for d in self.devices})
-        return None
+        """Ranks from the device lines, else from the pasted launch line (``-np 2 ... -g 1``);
+        None when the output states neither (an estimate from busbw/algbw is no count)."""
+        if self.launch_problems:
+            return None
+        # an excerpt can cut the "Rank" lines short of the launch line's count (soperator PR #428:
+        # 12 Rank lines of --nodes=2 --ntasks-per-node=8): the larger stated figure is the run's
+        stated = [n for n in (len({d.rank for d in self.devices}) or None, self.launch_ranks) if n]
+        return max(stated, default=None)
 
 
 def strip_prefix(line: str) -> tuple[str | None, str]:
@@ -235,7 +256,42 @@ class _State:
         self.failures: list[str] = []
         self.engine = "nccl-tests"
         self.program: str | None = None  # the collective a launch line names
+        self.launch_ranks: int | None = None
         self.summary = False
+        self.foreign: str | None = None  # the name of a foreign busbw table seen before any nccl-tests header
+
+
+def _processes(before: str) -> int | None:
+    """The process count the launcher part of a line states: -np/-n/--ntasks, srun's
+    --nodes x --ntasks-per-node, 1 for the program started alone; None when a launcher
+    leaves it unsaid (a hostfile's slots)."""
+    procs = _PROCS.findall(before)
+    if procs:
+        return int(procs[-1])
+    per_node, nodes = _PER_NODE.search(before), _NODES.search(before)
+    if per_node and nodes:
+        return int(per_node.group(1)) * int(nodes.group(1))
+    return None if _LAUNCHER.search(before) else 1
+
+
+def _launch_ranks(body: str, prog: re.Match) -> int | None:
+    """Processes x GPUs x threads of a launch line; None without a process count."""
+    procs = _processes(body[:prog.start()])
+    if procs is None:
+        return None
+    per = dict(_PER_PROC.findall(body[prog.end():]))
+    return procs * int(per.get("g", 1)) * int(per.get("t", 1))
+
+
+def _foreign(st: _State, body: str) -> bool:
+    """Note a header with a busbw column that is not nccl-tests'; True when ``body`` is one."""
+    tokens = body.lstrip("#").split()
+    if not any("busbw" in t.lower() for t in tokens) or _header_layout(tokens):
+        return False
+    low = [t.lower() for t in tokens]
+    name = next((n for lead, n in _FOREIGN if tuple(low[:len(lead)]) == lead), None)
+    st.foreign = st.foreign or name or f"a table that is not nccl-tests' (columns: {' '.join(tokens[:12])[:120]})"
+    return True
 
 
 def _comment(st: _State, task: str | None, body: str) -> None:
@@ -260,7 +316,7 @@ def _comment(st: _State, task: str | None, body: str) -> None:
         st.oob = int(m["n"])
     elif "torch.distributed" in body and "engine" in body:
         st.engine = "torch"
-    else:
+    elif not _foreign(st, body):
         layout = _header_layout(body.lstrip("#").split())
         if layout:
             st.layout = layout
@@ -268,10 +324,15 @@ def _comment(st: _State, task: str | None, body: str) -> None:
 
 def _data(st: _State, lineno: int, body: str, source: str) -> None:
     tokens = body.split()
+    if _foreign(st, body):
+        return
     if len(tokens) < 8 or not (tokens[0].isdecimal() and tokens[1].isdecimal()):
         if _FAILURE.search(body):
             st.failures.append(body.strip())
         return
+    if st.layout is None and st.foreign:
+        return  # a row of the foreign table: its columns are not nccl-tests'
+
     try:
         layout = st.layout or _guess_layout(tokens)
         need = len(layout[0]) + sum(len(s) for s in layout[1])
@@ -317,12 +378,15 @@ def parse(text: str, source: str = "nccl-tests output") -> NcclRun:
         prog = _PROGRAM.search(body) if st.program is None else None
         if prog:
             st.program = prog.group(1)
+            st.launch_ranks = _launch_ranks(body, prog)
         if body.lstrip().startswith("#"):
             _comment(st, task, body.strip())
         elif _BARE_COMMENT.match(body):
             _comment(st, task, "# " + body.strip())
         else:
             _data(st, lineno, body, source)
+    if st.foreign and not st.rows:
+        raise ParseError(source, f"{st.foreign}, not nccl-tests output: not judged")
     if not (st.rows or st.devices or st.header_tasks or st.layout):
         raise ParseError(source, "no nccl-tests header, device line or data row found")
     side = st.layout[1][0] if st.layout and st.layout[1] else []
@@ -336,5 +400,5 @@ def parse(text: str, source: str = "nccl-tests output") -> NcclRun:
         rows=tuple(st.rows), devices=tuple(st.devices), avg_busbw=st.avg,
         avg_status=st.avg_status, out_of_bounds=st.oob, legacy=legacy,
         check_enabled=check, launch_problems=tuple(_launch_problems(st)),
-        failures=tuple(st.failures), engine=st.engine, summary=st.summary,
+        failures=tuple(st.failures), engine=st.engine, summary=st.summary, launch_ranks=st.launch_ranks,
     )

@@ -45,7 +45,10 @@ class Judged:
             "busbw_gbps": self.verdict.busbw, "size_bytes": self.verdict.size,
             "expected_gbps": self.verdict.expected, "baseline_gbps": self.baseline,
             "launch_problem": self.verdict.launch_problem,
-            "nranks": infer_nranks(run) if run else None,
+            # the rank count the output states (its "Rank N" lines); the busbw/algbw estimate is
+            # a guess and is named so, never shown as the count
+            "nranks": run.nranks if run else None,
+            "nranks_inferred": infer_nranks(run) if run and run.nranks is None else None,
             "hosts": list(run.hosts) if run else [],
             "collective": (run.collective or "all_reduce") if run else None,
             "engine": run.engine if run else None,

@@ -46,6 +46,7 @@ PROBES: dict[str, Callable[..., Any]] = {
 }
 # requeue-exclude is the runbooks' own: requeuehold, ExcNodeList, release (see _requeue_exclude).
 PLUGIN_ACTIONS = ("requeue-exclude",)
+SUMMARY_CRITS = 3  # CRIT titles the one-line summary names
 
 
 def action_names() -> tuple[str, ...]:
@@ -94,15 +95,20 @@ class RunReport:
         return list(dict.fromkeys(src for s in self.steps for src in s.sources))
 
     def summary(self) -> str:
+        """Counts, then every CRIT finding's title (two GPUs' CRITs are two facts, not one:
+        up to SUMMARY_CRITS, then how many more), else the first WARN's."""
         counts = {s: sum(1 for f in self.findings if f.severity == s) for s in Severity}
-        bad = [f.title for f in self.findings if f.severity in (Severity.CRIT, Severity.WARN)]
+        crit = list(dict.fromkeys(f.title for f in self.findings if f.severity == Severity.CRIT))
+        warn = [f.title for f in self.findings if f.severity == Severity.WARN]
         head = f"{counts[Severity.CRIT]} CRIT, {counts[Severity.WARN]} WARN"
         if not self.findings:
             head = "nothing could be judged"
         na = sum(1 for s in self.steps if s.status == NOT_APPLICABLE)
         if na:
             head += f", {na} step(s) n/a"
-        return f"{self.runbook} {self.target}: {head}" + (f"; {bad[0]}" if bad else "")
+        named = crit[:SUMMARY_CRITS] + ([f"{len(crit) - SUMMARY_CRITS} more CRIT"] if len(crit) > SUMMARY_CRITS else [])
+        named = named or warn[:1]
+        return f"{self.runbook} {self.target}: {head}" + "".join(f"; {t}" for t in named)
 
     def to_dict(self) -> dict[str, Any]:
         return {"runbook": self.runbook, "target": self.target, "status": self.severity.name,

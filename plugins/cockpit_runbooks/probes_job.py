@@ -15,7 +15,7 @@ from typing import Any
 
 from cockpit.plugins.api import CockpitError, JobLogError, sanitize
 
-from . import pyspy, watchdog
+from . import pyspy, watchdog, watchdog_rules
 from .context import ProbeResult, RunContext, run_on_node, run_on_slurm_host
 
 _TAIL_BYTES = 4 * 1024 * 1024
@@ -119,50 +119,12 @@ async def _read_logs(rc: RunContext, job: Any) -> dict[str, str]:
     return texts
 
 
-def _pg_name(r: dict) -> str:
-    return f"PG {r['pg_guid'] or r['pg']}" if r.get("pg") is not None else "a PG the log does not name"
-
-
-def _watchdog_findings(res: ProbeResult, log: watchdog.WatchdogLog, ranks: list[dict], world: Any) -> None:
-    timed = [r for r in ranks if r["seq"] is not None]
-    if timed:
-        t = max(timed, key=lambda r: r["seq"])
-        res.add("CRIT", "watchdog.timeout",
-                f"NCCL watchdog timeout on {len(timed)} rank(s): {t['op']} SeqNum {t['seq']} in {_pg_name(t)} after {t['timeout_ms']} ms",
-                evidence=res.evidence[-len(ranks):])
-    beat = [r for r in ranks if r["heartbeat"]]
-    if beat:
-        res.add("CRIT", "watchdog.heartbeat",
-                f"watchdog heartbeat lost on {len(beat)} rank(s) ({', '.join(str(r['rank']) for r in beat[:8])}): "
-                "the watchdog itself was stuck, so the process was aborted",
-                "a NCCL/CUDA call hung the watchdog thread (or another thread held the GIL in a CUDA call)",
-                fix="py-spy dump the ranks while hung; TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC sets the monitor's patience")
-    dumps = [r for r in ranks if r["dumps"]]
-    if dumps and not timed:
-        res.add("CRIT", "watchdog.dump_signal",
-                f"a collective timed out: flight-recorder dump signalled on {len(dumps)} rank(s)",
-                evidence=[f"rank {r['rank']}: {m}" for r in dumps for m in log.ranks[r["rank"]].dumps[:1]])
-    verdict = watchdog.compare(log, world)
-    if verdict.behind:
-        res.facts["straggler_ranks"] = list(verdict.behind)
-        res.add("WARN", "straggler.logs", f"rank(s) behind by the logs: {', '.join(map(str, verdict.behind))}",
-                evidence=verdict.reasons)
-    elif verdict.in_sync and timed:
-        res.add("WARN", "watchdog.in_sync", "every rank stopped at the same SeqNum: the collective hung on all of them",
-                "the logs cannot name a straggler; look at the stacks and the nodes' health")
-    if log.flight_recorder_off:
-        res.add("WARN", "flight_recorder.off", "the flight recorder was off, so no per-collective trace was kept",
-                fix="set TORCH_NCCL_TRACE_BUFFER_SIZE (e.g. 2000) and TORCH_NCCL_DUMP_ON_TIMEOUT=1")
-    for w in log.warns[:20]:
-        res.add("WARN", "nccl.warn", f"NCCL WARN on {w.host} (pid {w.pid}, GPU {w.device}): {sanitize(w.message)[:200]}")
-
-
 async def watchdog_logs(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     """PyTorch watchdog timeouts, heartbeat-monitor aborts, flight-recorder dump
     signals and NCCL WARN lines per rank; the rank behind.
 
-    A log that mentions ProcessGroupNCCL or NCCL errors in lines none of which was
-    understood is UNKNOWN, never OK."""
+    A log that holds NCCL/PyTorch fault lines that were not understood is UNKNOWN,
+    naming them (unrecognised_nccl.py), never OK."""
     res = ProbeResult()
     job = None if rc.files_only else await find_job(rc)
     texts = await _read_logs(rc, job)
@@ -172,16 +134,16 @@ async def watchdog_logs(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     log = watchdog.WatchdogLog()
     for path, text in texts.items():
         before = log.recognised
-        watchdog.parse(text, log)
+        watchdog.parse(text, log, path)
         res.sources.append(f"{path}: {log.recognised - before} PyTorch/NCCL watchdog line(s) recognised")
     ranks = [log.ranks[r].to_dict() for r in sorted(log.ranks)]
     res.data["ranks"] = ranks
     for r in ranks:
         if r["seq"] is not None or r["last_completed"] is not None:
             res.evidence.append(
-                f"rank {r['rank']}: {_pg_name(r)} SeqNum {r['seq']} {r['op']} NumelIn {r['numel_in']} NumelOut {r['numel_out']} "
+                f"rank {r['rank']}: {watchdog_rules.pg_name(r)} SeqNum {r['seq']} {r['op']} NumelIn {r['numel_in']} NumelOut {r['numel_out']} "
                 f"Timeout(ms) {r['timeout_ms']} ran for {r['ran_for_ms']} ms, last enqueued {r['last_enqueued']}, last completed {r['last_completed']}")
-    _watchdog_findings(res, log, ranks, args.get("world"))
+    watchdog_rules.findings(res, log, ranks, args.get("world"))
     if not res.findings:
         if log.nccl_lines:
             res.add("UNKNOWN", "watchdog.unread",
@@ -201,7 +163,7 @@ def _rank_of(environ: str) -> str | None:
 
 
 async def _live_stacks(rc: RunContext, args: Mapping[str, Any], res: ProbeResult,
-                       stacks: dict[str, tuple[str, ...]], where: dict[str, tuple[str, str]]) -> Any:
+                       dumps: dict[str, pyspy.Dump], where: dict[str, tuple[str, str]]) -> Any:
     from cockpit.plugins.api import node_processes
 
     rc.live("py-spy dump of the job's processes")
@@ -227,23 +189,27 @@ async def _live_stacks(rc: RunContext, args: Mapping[str, Any], res: ProbeResult
                 continue
             rank = _rank_of(env.text) if env.ok else None
             label = f"rank {rank}" if rank is not None else f"pid {p.pid}"
-            stacks[label] = pyspy.parse_dump(dump.text).main
+            dumps[label] = pyspy.parse_dump(dump.text)
             where[label] = (node, str(p.pid))
-            rc.say(f"py-spy {node} pid {p.pid} ({label}): {stacks[label][0] if stacks[label] else 'no frames'}")
+            rc.say(f"py-spy {node} pid {p.pid} ({label}): {pyspy.at(dumps[label].main)}")
     return job
 
 
-def _file_stacks(rc: RunContext, res: ProbeResult, stacks: dict[str, tuple[str, ...]], where: dict[str, tuple[str, str]]) -> None:
+def _file_stacks(rc: RunContext, res: ProbeResult, dumps: dict[str, pyspy.Dump], where: dict[str, tuple[str, str]]) -> None:
     from .probes_node import read_files
 
     for path, text in read_files(rc.pyspy_files, "--py-spy").items():
-        dumps = pyspy.parse_dumps(text)
-        res.sources.append(f"{path}: py-spy dump, {len(dumps)} process(es)")
-        if not dumps:
+        found = pyspy.parse_dumps(text)
+        res.sources.append(f"{path}: py-spy dump, {len(found)} process(es)")
+        if not found:
             res.add("UNKNOWN", "stacks.unreadable", "a --py-spy file holds no 'Process N:' / 'Thread' dump")
-        for d in dumps:
+        missing = [pid for pid in pyspy.requested(text) if pid not in {d.pid for d in found}]
+        if missing:
+            res.add("UNKNOWN", "stacks.missing", f"{path}: py-spy dump was run for pid(s) {', '.join(map(str, missing))} "
+                    "but the file holds no dump of them (cut, or the dump failed)")
+        for d in found:
             label = pyspy.label(d)
-            stacks[label] = d.main
+            dumps[label] = d
             where[label] = (rc.node or "-", str(d.pid) if d.pid is not None else "-")
 
 
@@ -251,13 +217,18 @@ async def pyspy_stacks(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     """``py-spy dump`` every rank's process on every node over SSH, or read saved dumps
     (--py-spy FILE); group identical stacks and name the one that stands out."""
     res = ProbeResult()
-    stacks: dict[str, tuple[str, ...]] = {}
+    dumps: dict[str, pyspy.Dump] = {}
     where: dict[str, tuple[str, str]] = {}
     if rc.pyspy_files:
-        _file_stacks(rc, res, stacks, where)
-    elif await _live_stacks(rc, args, res, stacks, where) is None:
+        _file_stacks(rc, res, dumps, where)
+    elif await _live_stacks(rc, args, res, dumps, where) is None:
         return res
-    res.data["stacks"] = {k: {"node": where[k][0], "pid": where[k][1], "frames": list(v)} for k, v in stacks.items()}
+    stacks = {k: d.main for k, d in dumps.items()}
+    res.data["stacks"] = {k: {"node": where[k][0], "pid": where[k][1], "frames": list(d.main),
+                              "threads": [{"tid": t.tid, "state": t.state, "name": t.name, "frames": list(t.frames)}
+                                          for t in d.ordered]} for k, d in dumps.items()}
+    # the threads that hold the CPU or the GIL lead: a spinning thread can starve the collective
+    res.evidence.extend(f"{k}: {a}" for k, d in dumps.items() for a in pyspy.active_threads(d))
     for frames, labels in pyspy.group_stacks(stacks):
         res.evidence.append(f"{len(labels)} x [{', '.join(labels)}]: " + " <- ".join(frames[:6]))
     odd = pyspy.find_odd(stacks)
@@ -270,8 +241,8 @@ async def pyspy_stacks(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
                 odd.reason, evidence=[f"{k} (pid {where[k][1]}): " + " <- ".join(stacks[k][:6]) for k in odd.labels])
     elif len(stacks) == 1:
         (only, frames), = stacks.items()
-        at = pyspy.in_collective(frames) or (frames[0] if frames else "(no frames)")
-        res.add("UNKNOWN", "stacks.single", f"one process dumped ({only}, at {at}): no other stack to compare it with")
+        where = pyspy.in_collective(frames) or pyspy.at(frames)
+        res.add("UNKNOWN", "stacks.single", f"one process dumped ({only}, at {where}): no other stack to compare it with")
     elif stacks:
         res.add("OK", "stacks.uniform", f"{len(stacks)} process(es) dumped; no stack stands out")
     return res

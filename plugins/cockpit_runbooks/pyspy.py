@@ -4,6 +4,15 @@ A hung collective looks the same on every healthy rank (blocked in
 ``all_reduce``/``barrier``/``wait``); the rank that is elsewhere (sleeping, in a
 data loader, in a dead-locked Python thread) is the straggler. With many ranks
 the odd stack is also the one in the smallest group.
+
+py-spy prints ``Thread TID (STATUS): "NAME"``, and ``Thread TID (STATUS)`` alone for a
+thread it has no name for (one a C extension or ``_thread`` started); ``--native``
+adds native frames, unresolved ones as ``0x7f1bf38a3f16 (libc.so.6)`` (src/dump.rs).
+An unresolved address differs in every process (ASLR), so it is dropped from the
+stack: the nearest named frame (``pthread_cond_timedwait``,
+``gloo::transport::tcp::UnboundBuffer::waitRecv``) stands for it, and the stacks of
+two ranks blocked in the same place still compare equal. Recorded forms:
+tests/data/pyspy/SOURCES.md.
 """
 
 from __future__ import annotations
@@ -13,8 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 _PROCESS = re.compile(r"^Process (\d+): (.*)$")
-_THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([^)]*)\): "(.*)"\s*$')
-_FRAME = re.compile(r"^    (\S.*?) \((.*)\)\s*$")
+_THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
+# the file is the last parenthesised part: a C++ name holds " (" of its own ("std::ratio<(long)1, ...")
+_FRAME = re.compile(r"^    (\S.*) \(([^()]*)\)\s*$")
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")  # an unresolved native frame
+_TEMPLATE = re.compile(r"<[^<>]*>|\([^()]*\)")  # C++ template and signature text inside a native name
+_NAME_MAX = 120
+# Frames of the C library, the C++ runtime and the interpreter: where every blocked
+# thread ends, so they say nothing about where it blocked.
+_SYSTEM = re.compile(r"\((?:lib(?:c|pthread|stdc\+\+|gcc_s|dl|rt|m)\b[^)]*|libpython[^)]*|ld-linux[^)]*)\)$")
 # Function names (last dotted part) that mean "waiting in a collective or for one".
 COLLECTIVES = frozenset({
     "all_reduce", "allreduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
@@ -31,9 +47,13 @@ _DISTRIBUTED_FILE = re.compile(r"torch|nccl|deepspeed|megatron|c10d", re.I)
 @dataclass(frozen=True, slots=True)
 class Thread:
     tid: str
-    state: str  # idle, active, gil ...
-    name: str
-    frames: tuple[str, ...]  # innermost first, "func (file:line)"
+    state: str  # idle, active, active+gil, gil ...
+    name: str  # "" when py-spy printed none
+    frames: tuple[str, ...]  # innermost first, "func (file:line)"; unresolved native addresses dropped
+
+    @property
+    def active(self) -> bool:
+        return self.state.startswith("active")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +69,22 @@ class Dump:
             if t.name == "MainThread":
                 return t.frames
         return self.threads[0].frames if self.threads else ()
+
+    @property
+    def ordered(self) -> tuple[Thread, ...]:
+        """Active threads first (they hold the CPU or the GIL), then the rest, each in dump order."""
+        return tuple(t for t in self.threads if t.active) + tuple(t for t in self.threads if not t.active)
+
+
+def _frame(name: str, where: str) -> str | None:
+    """``func (file:line)``; None for an unresolved native address. Long C++ names
+    lose their template arguments and signatures (a pybind11 dispatcher is ~2,000 chars)."""
+    if _ADDRESS.match(name):
+        return None
+    if len(name) > _NAME_MAX:
+        while _TEMPLATE.search(name):
+            name = _TEMPLATE.sub("", name)
+    return f"{name[:_NAME_MAX]} ({where})"
 
 
 def parse_dump(text: str) -> Dump:
@@ -66,11 +102,13 @@ def parse_dump(text: str) -> Dump:
         if m:
             if cur:
                 threads.append(Thread(*cur, tuple(frames)))
-            cur, frames = (m.group(1), m.group(2), m.group(3)), []
+            cur, frames = (m.group(1), m.group(2), m.group(3) or ""), []
             continue
         m = _FRAME.match(line)
         if m and cur:
-            frames.append(f"{m.group(1)} ({m.group(2)})")
+            f = _frame(m.group(1), m.group(2))
+            if f:
+                frames.append(f)
     if cur:
         threads.append(Thread(*cur, tuple(frames)))
     return Dump(pid, command, tuple(threads))
@@ -91,6 +129,15 @@ def parse_dumps(text: str) -> list[Dump]:
     return [d for d in (parse_dump("\n".join(c)) for c in chunks) if d.threads]
 
 
+_COMMAND = re.compile(r"py-spy\s+dump\b.*?(?:--pid|-p)[ =](\d+)")
+
+
+def requested(text: str) -> list[int]:
+    """The pids of the ``py-spy dump --pid N`` command lines a saved file shows (a shell
+    session pasted whole): a pid among them without its dump is a dump that is missing."""
+    return [int(m.group(1)) for m in map(_COMMAND.search, text.splitlines()) if m]
+
+
 def label(d: Dump) -> str:
     """``pid 544360``: how a saved dump is named (py-spy does not print the rank);
     ``thread 835995`` (the main thread's id) for a paste without its Process line."""
@@ -98,6 +145,19 @@ def label(d: Dump) -> str:
         return f"pid {d.pid}"
     main = next((t for t in d.threads if t.name == "MainThread"), d.threads[0] if d.threads else None)
     return f"thread {main.tid}" if main else "dump"
+
+
+def active_threads(d: Dump) -> list[str]:
+    """One line per active thread: ``thread 13823 (active+gil) at spin (recv.py:11)``."""
+    return [f"thread {t.tid}{' ' + repr(t.name) if t.name else ''} ({t.state}) at {at(t.frames)}"
+            for t in d.ordered if t.active]
+
+
+def at(frames: tuple[str, ...]) -> str:
+    """Where a stack stands: its innermost frame outside libc/libstdc++/libpython
+    (``gloo::transport::tcp::UnboundBuffer::waitRecv (libtorch_cpu.so)``, not
+    ``pthread_cond_timedwait (libc.so.6)``)."""
+    return next((f for f in frames if not _SYSTEM.search(f)), frames[0] if frames else "(no frames)")
 
 
 def in_collective(frames: tuple[str, ...]) -> str | None:
@@ -133,7 +193,7 @@ def find_odd(stacks: Mapping[str, tuple[str, ...]]) -> Odd | None:
     elsewhere = [k for k, w in waiting.items() if not w]
     if blocked and elsewhere:
         top = waiting[blocked[0]]
-        where = ", ".join(f"{k} at {stacks[k][0] if stacks[k] else '(no frames)'}" for k in elsewhere)
+        where = ", ".join(f"{k} at {at(stacks[k])}" for k in elsewhere)
         return Odd(tuple(elsewhere), f"{len(blocked)} rank(s) wait in a collective ({top}); not in one: {where}")
     groups = group_stacks(stacks)
     if len(groups) > 1 and len(groups[0][1]) > 1:

@@ -17,21 +17,29 @@ tests/data/pytorch-nccl-timeout/SOURCES.md.
 * flight recorder: ``Received a dump signal due to a collective timeout from
   rank 8``, ``Observed flight recorder dump signal``, ``timed out after waiting
   for 60000ms flight recorder dumps to finish``, ``FlightRecorder is disabled``;
-* NCCL: ``host:pid:tid [dev] [file.cc:line ]NCCL WARN message``.
+* the same timeout bare (an issue title, a log line cut before its prefix) with no
+  ``[Rank N]``, and inside ``what():  [PG 3 Rank 5] Process group watchdog thread
+  terminated with exception: [Rank 5] Watchdog caught ...``, whose PG header names the PG;
+* NCCL: ``host:pid:tid [dev] [file.c|cc|h|cpp|cu:line ]NCCL WARN message``, also behind a
+  ``[date] `` prefix and with a redacted ``host:XXXXXX``; IB/RoCE transport errors in
+  those lines are decoded by nccl_ib.py.
 
 ``[Rank N]`` is the rank inside the process group; the ``[rankN]:`` prefix is
 the global rank, and ranks are keyed by it where the log gives it. Lines a
-terminal hard-wrapped (a number split over two lines) are joined before matching.
+terminal hard-wrapped (a number, or the message's own words, split over two or
+three lines) are joined before matching.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from . import logjoin
 
 TIMEOUT_RE = re.compile(
-    r"\[Rank (\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)"
+    r"(?:\[Rank (\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)"
     r"(?:, NumelIn=(-?\d+), NumelOut=(-?\d+))?, Timeout\(ms\)=(\d+)\) ran for (\d+) milliseconds"
 )
 _PG_HEAD = r"\[PG (?:ID )?(\S+)(?: PG GUID (\S+))? Rank (\d+)\]"
@@ -47,9 +55,16 @@ HEARTBEAT_RE = re.compile(_PG_HEAD + r".*?(Heartbeat monitor timed out|watchdog 
                           r"|detected no heartbeat of its watchdog)")
 DUMP_RE = re.compile(_PG_HEAD + r".*?(Received a dump signal due to a collective timeout from\s+(this local rank|rank \d+)"
                      r"|Observed flight recorder dump signal|timed out after waiting for \d+ms flight recorder dumps to finish)")
+# the what() of the watchdog's exception: its PG header names the PG of the timeout after it
+TERMINATED_RE = re.compile(_PG_HEAD + r"\s+Process group watchdog thread terminated")
 GLOBAL_RANK_RE = re.compile(r"\[rank(\d+)\]:")
-# NCCL's own log prefix: host:pid:tid [cudaDev] [src/file.cc:line] NCCL WARN message
-NCCL_WARN_RE = re.compile(r"(?:^|\s)([\w.-]+):(\d+):(\d+) \[(\d+)\] (?:[\w./-]+\.(?:cc|h|cpp|cu):\d+ )?NCCL WARN (.*)$")
+# NCCL's own log prefix: host:pid:tid [cudaDev] [src/file.c:line] NCCL WARN message. The
+# pid:tid may be redacted ("host:XXXXXX"), a "[date] " may precede it, any source file
+# (ibvwrap.c, ib_plugin.c, net_ib.cc, socket.h) may name the line; with no prefix at all
+# the message is still a WARN (BARE_WARN_RE).
+NCCL_WARN_RE = re.compile(r"(?:^|[\s\]])(?:(?P<host>[\w.-]+):(?P<ids>[\w:]+) )?\[(?P<dev>\d+)\] "
+                          r"(?:(?P<src>[\w./-]+\.\w+:\d+) )?NCCL WARN (?P<msg>.*)$")
+BARE_WARN_RE = re.compile(r"NCCL WARN (?P<msg>.*)$")
 FLIGHT_RECORDER_OFF = "FlightRecorder is disabled"
 # Words that start a message this module reads; a line holding one that matches
 # nothing may be the first half of a hard-wrapped line.
@@ -62,7 +77,7 @@ NCCL_TRACE_RE = re.compile(r"ProcessGroupNCCL|NCCL (?:WARN|error)|c10::DistBacke
 
 @dataclass(frozen=True, slots=True)
 class Timeout:
-    rank: int  # global rank where the log gives it, else the rank in the PG
+    rank: int | None  # global rank where the log gives it, else the rank in the PG; None: no rank
     seq: int
     op: str
     timeout_ms: int
@@ -71,6 +86,8 @@ class Timeout:
     numel_out: int | None = None
     line_no: int = 0
     pg_rank: int | None = None
+    pg: str | None = None  # from the what() line's PG header, when it has one
+    pg_guid: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +103,12 @@ class PgStatus:
 
 @dataclass(frozen=True, slots=True)
 class NcclWarn:
-    host: str
-    pid: int
-    device: int
+    host: str | None  # None: the line has no host prefix
+    pid: int | None  # None: redacted ("XXXXXX") or absent
+    device: int | None
     message: str
     line_no: int = 0
+    source: str | None = None  # "ibvwrap.c:262"
 
 
 @dataclass
@@ -113,13 +131,14 @@ class RankReport:
         return max((s.last_completed for s in self.status), default=None)
 
     def pg_of(self, t: Timeout) -> str | None:
-        return next((s.pg for s in self.status if s.work == t.seq), None)
+        return t.pg or next((s.pg for s in self.status if s.work == t.seq), None)
 
     def to_dict(self) -> dict:
         t = max(self.timeouts, key=lambda x: x.seq, default=None)
         s = next((x for x in self.status if t is not None and x.work == t.seq), self.status[-1] if self.status else None)
+        pg, guid = (t.pg, t.pg_guid) if t is not None and t.pg else (s.pg, s.guid) if s else (None, None)
         return {
-            "rank": self.rank, "pg": s.pg if s else None, "pg_guid": s.guid if s else None, "seq": t.seq if t else None,
+            "rank": self.rank, "pg": pg, "pg_guid": guid, "seq": t.seq if t else None,
             "op": t.op if t else None, "numel_in": t.numel_in if t else None,
             "numel_out": t.numel_out if t else None, "timeout_ms": t.timeout_ms if t else None,
             "ran_for_ms": t.ran_for_ms if t else None,
@@ -134,8 +153,16 @@ class WatchdogLog:
     ranks: dict[int, RankReport] = field(default_factory=dict)
     warns: list[NcclWarn] = field(default_factory=list)
     flight_recorder_off: bool = False
+    unranked: list[Timeout] = field(default_factory=list)  # bare timeouts: no [Rank N], no PG header
     recognised: int = 0  # lines this module understood
     nccl_lines: int = 0  # lines that mention ProcessGroupNCCL / NCCL errors at all
+    leftover: list[tuple[str, int, str]] = field(default_factory=list)  # (source, line, text) not understood
+
+    @property
+    def fault_read(self) -> bool:
+        """Something in the log was understood as a fault (not only the flight-recorder note)."""
+        return bool(self.unranked or self.warns or any(r.timeouts or r.status or r.heartbeat or r.dumps
+                                                       for r in self.ranks.values()))
 
     def rank(self, r: int) -> RankReport:
         return self.ranks.setdefault(r, RankReport(r))
@@ -150,94 +177,108 @@ def _global(line: str, pg_rank: int) -> int:
     return int(m.group(1)) if m else pg_rank
 
 
-def _matches(line: str) -> bool:
-    return any(rx.search(line) for rx in (TIMEOUT_RE, PG_OLD_RE, PG_AT_RE, PG_NEW_RE, HEARTBEAT_RE, DUMP_RE, NCCL_WARN_RE))
+_ALL = (TIMEOUT_RE, PG_OLD_RE, PG_AT_RE, PG_NEW_RE, HEARTBEAT_RE, DUMP_RE, NCCL_WARN_RE, BARE_WARN_RE)
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    return logjoin.spans(text, _ALL, _TRIGGERS, _RECORD_START, NCCL_WARN_RE)
 
 
 def joined_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) with hard-wrapped halves joined: a line holding a trigger
-    that matches nothing is tried joined to the next one, without and with a space."""
-    lines = text.splitlines()
-    out: list[tuple[int, str]] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if i + 1 < len(lines) and any(t in line for t in _TRIGGERS) and not _matches(line):
-            for glue in ("", " "):
-                both = line + glue + lines[i + 1]
-                if _matches(both):
-                    out.append((i + 1, both))
-                    i += 2
-                    break
-            else:
-                out.append((i + 1, line))
-                i += 1
-            continue
-        if NCCL_WARN_RE.search(line) and i + 1 < len(lines) and not _RECORD_START.match(lines[i + 1]) \
-                and len(lines[i + 1]) < 200:
-            out.append((i + 1, line.rstrip() + " " + lines[i + 1].strip()))  # a WARN the terminal wrapped
-            i += 2
-            continue
-        out.append((i + 1, line))
-        i += 1
-    return out
+    """(line number, line) with hard-wrapped pieces joined (see logjoin.py)."""
+    return [(n, line) for n, _, line in _spans(text)]
+
+
+def _attach_pg(log: WatchdogLog, rank: int, key: tuple, pg: str, guid: str | None) -> None:
+    """A what() repeat names the PG of a timeout already counted: keep the PG on it."""
+    rep = log.ranks.get(rank)
+    for i, t in enumerate(rep.timeouts if rep else ()):
+        if (t.seq, t.op, t.ran_for_ms) == key and t.pg is None:
+            rep.timeouts[i] = replace(t, pg=pg, pg_guid=guid)
 
 
 def _timeout(log: WatchdogLog, line: str, n: int, m: re.Match, seen: set, by_pg_rank: dict) -> None:
-    pg_rank = int(m.group(1))
+    head = TERMINATED_RE.search(line)  # what():  [PG 3 Rank 5] Process group watchdog thread terminated ...
+    pg, guid = (head.group(1), head.group(2)) if head else (None, None)
+    pg_rank = _int(m.group(1)) if m.group(1) is not None else (int(head.group(3)) if head else None)
     prefixed = GLOBAL_RANK_RE.search(line) is not None
-    t = Timeout(_global(line, pg_rank), int(m.group(2)), m.group(3), int(m.group(6)), int(m.group(7)),
-                _int(m.group(4)), _int(m.group(5)), n, pg_rank)
+    t = Timeout(_global(line, pg_rank) if pg_rank is not None else None, int(m.group(2)), m.group(3),
+                int(m.group(6)), int(m.group(7)), _int(m.group(4)), _int(m.group(5)), n, pg_rank, pg, guid)
     key = (t.seq, t.op, t.ran_for_ms)
+    if t.rank is None:
+        if key not in {(u.seq, u.op, u.ran_for_ms) for u in log.unranked}:
+            log.unranked.append(t)
+        return
     if not prefixed and (pg_rank, *key) in by_pg_rank:
+        if pg is not None:
+            _attach_pg(log, by_pg_rank[(pg_rank, *key)], key, pg, guid)
         return  # a what() repeat without a [rankN]: prefix: already counted under its global rank
     if (t.rank, *key) in seen:
+        if pg is not None:
+            _attach_pg(log, t.rank, key, pg, guid)
         return
     seen.add((t.rank, *key))
     by_pg_rank[(pg_rank, *key)] = t.rank
     log.rank(t.rank).timeouts.append(t)
 
 
-def parse(text: str, log: WatchdogLog | None = None) -> WatchdogLog:
+def _warn(line: str, n: int) -> NcclWarn | None:
+    m = NCCL_WARN_RE.search(line)
+    if m:
+        pid = next((int(x) for x in (m["ids"] or "").split(":") if x.isdecimal()), None)
+        return NcclWarn(m["host"], pid, int(m["dev"]), m["msg"].strip(), n, m["src"])
+    m = BARE_WARN_RE.search(line)
+    return NcclWarn(None, None, None, m["msg"].strip(), n) if m else None
+
+
+def _record(log: WatchdogLog, line: str, n: int, seen: set, by_pg_rank: dict) -> bool:
+    """Add what ``line`` says to ``log``; False when it says nothing this module reads."""
+    m = TIMEOUT_RE.search(line)
+    if m:
+        _timeout(log, line, n, m, seen, by_pg_rank)
+        return True
+    m = PG_OLD_RE.search(line) or PG_AT_RE.search(line) or PG_NEW_RE.search(line)
+    if m:
+        pg_rank = int(m.group(3))
+        log.rank(_global(line, pg_rank)).status.append(
+            PgStatus(_global(line, pg_rank), m.group(1), int(m.group(4)), int(m.group(5)), int(m.group(6)), n, m.group(2)))
+        return True
+    m = HEARTBEAT_RE.search(line)
+    if m:
+        log.rank(_global(line, int(m.group(3)))).heartbeat.append(m.group(4))
+        return True
+    m = DUMP_RE.search(line)
+    if m:
+        log.rank(_global(line, int(m.group(3)))).dumps.append(m.group(4)[:120])
+        return True
+    w = _warn(line, n)
+    if w:
+        log.warns.append(w)
+        return True
+    return False
+
+
+def parse(text: str, log: WatchdogLog | None = None, source: str = "") -> WatchdogLog:
     """Add every watchdog/heartbeat/dump/NCCL WARN line of ``text`` to ``log`` (a new one by default).
 
     The same timeout is printed several times (the watchdog line, the thread
-    exception, ``what():``): it counts once per (rank, SeqNum, OpType, ran for)."""
+    exception, ``what():``): it counts once per (rank, SeqNum, OpType, ran for).
+    Lines read as nothing are kept in ``log.leftover`` (unrecognised_nccl.py looks
+    there for fault lines nothing understood)."""
     log = log or WatchdogLog()
     seen = {(t.rank, t.seq, t.op, t.ran_for_ms) for r in log.ranks.values() for t in r.timeouts}
     by_pg_rank = {(t.pg_rank, t.seq, t.op, t.ran_for_ms): t.rank for r in log.ranks.values() for t in r.timeouts}
-    for n, line in joined_lines(text):
+    for n, _, line in _spans(text):
         if NCCL_TRACE_RE.search(line):
             log.nccl_lines += 1
-        if FLIGHT_RECORDER_OFF in line:
+        read = FLIGHT_RECORDER_OFF in line
+        if read:
             log.flight_recorder_off = True
+        read = _record(log, line, n, seen, by_pg_rank) or read
+        if read:
             log.recognised += 1
-        m = TIMEOUT_RE.search(line)
-        if m:
-            _timeout(log, line, n, m, seen, by_pg_rank)
-            log.recognised += 1
-            continue
-        m = PG_OLD_RE.search(line) or PG_AT_RE.search(line) or PG_NEW_RE.search(line)
-        if m:
-            pg_rank = int(m.group(3))
-            log.rank(_global(line, pg_rank)).status.append(
-                PgStatus(_global(line, pg_rank), m.group(1), int(m.group(4)), int(m.group(5)), int(m.group(6)), n, m.group(2)))
-            log.recognised += 1
-            continue
-        m = HEARTBEAT_RE.search(line)
-        if m:
-            log.rank(_global(line, int(m.group(3)))).heartbeat.append(m.group(4))
-            log.recognised += 1
-            continue
-        m = DUMP_RE.search(line)
-        if m:
-            log.rank(_global(line, int(m.group(3)))).dumps.append(m.group(4)[:120])
-            log.recognised += 1
-            continue
-        m = NCCL_WARN_RE.search(line)
-        if m:
-            log.warns.append(NcclWarn(m.group(1), int(m.group(2)), int(m.group(4)), m.group(5).strip(), n))
-            log.recognised += 1
+        else:
+            log.leftover.append((source, n, line))
     return log
 
 
@@ -283,7 +324,10 @@ def compare(log: WatchdogLog, world: Iterable[int] | None = None) -> Verdict:
             if c == low:
                 behind[r] = f"rank {r} last completed work {c}, others got further"
     timed = [r for r, rep in log.ranks.items() if rep.timeouts]
-    silent = [r for r in expected if r not in log.ranks]
+    # a rank whose own timeout line is there but cut (unreadable) is not silent
+    partial = {int(m.group(1)) for _, _, line in log.leftover if any(t in line for t in _TRIGGERS)
+               for m in [GLOBAL_RANK_RE.search(line)] if m}
+    silent = [r for r in expected if r not in log.ranks and r not in partial]
     if not behind and silent and len(timed) >= 2:
         for r in silent:
             behind[r] = f"rank {r} never logged a watchdog timeout while {len(log.ranks)} peers did"

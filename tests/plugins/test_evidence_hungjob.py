@@ -57,12 +57,100 @@ WATCHDOG = {
         (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 2 rank(s): ALLREDUCE SeqNum 96125 in a PG the "
                                             "log does not name after 1800000 ms"),
         (Severity.WARN, "straggler.logs", "rank(s) behind by the logs: 7")],
+    # an IB completion error is fatal to the communicator: CRIT, decoded (ibv_wc_status 12)
     "ml-engineering-nccl-warn-net-ib-file-line-prefix-wrapped.log": [
-        (Severity.WARN, "nccl.warn", "NCCL WARN on node-2 (pid 5776, GPU 0): NET/IB : Got completion from peer "
-                                     "10.2.0.5<33092> with error 12, opcode 0, len 0, vendor err 129 (Recv)")],
+        (Severity.CRIT, "nccl.ib", "IB/RoCE transport error on node-2 (pid 5776, GPU 0): completion status 12 = "
+                                   "IBV_WC_RETRY_EXC_ERR (transport retry counter exceeded: the peer stopped acknowledging "
+                                   "(link down, peer dead, or a lossy RoCE fabric)), vendor err 129 (Recv), peer 10.2.0.5<33092>")],
     "ml-engineering-nccl-warn-socket-h-connect-refused.log": [
         (Severity.WARN, "nccl.warn", "NCCL WARN on r11i6n2 (pid 486514, GPU 1): Connect to 10.148.3.247<56821> "
                                      "failed : Connection refused")],
+    # --- round 3 (issue #26); each read by hand off its recording (SOURCES.md) ---
+    # "[Rank 3] NCCL watchdog thread terminated with exception: [Rank 3] Watchdog caught ...": no PG header
+    "catalyst-rl-issue15-nccl-watchdog-thread-terminated-old-wording-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): BROADCAST SeqNum 880 in a PG the log "
+                                            "does not name after 1800000 ms")],
+    "deepspeed-2gpu-broadcast-timeout-flightrecorder-disabled-torch2.6-style.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 2 rank(s): BROADCAST SeqNum 1 in PG 1 after 600000 ms"),
+        (Severity.WARN, "watchdog.in_sync", "every rank stopped at the same SeqNum: the collective hung on all of them"),
+        (Severity.WARN, "flight_recorder.off", "the flight recorder was off, so no per-collective trace was kept")],
+    # what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] ... Timeout(ms)=1) ran for 90 milliseconds
+    "instructlab-pr520-what-pg-guid-default-pg-timeout-1ms-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): ALLREDUCE SeqNum 1 in PG 0(default_pg) "
+                                            "after 1 ms")],
+    # ranks 0 and 4 timed out at 1580; 0 and 3 say last completed 1579; rank 2's own timeout line (line 5)
+    # is cut at "ran fo": not silent, and named as not understood; rank 1 never appears
+    "llamafactory-issue7396-allreduce-watchdog-timeout-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 2 rank(s): ALLREDUCE SeqNum 1580 in PG 1 after 600000 ms"),
+        (Severity.WARN, "straggler.logs", "rank(s) behind by the logs: 1"),
+        (Severity.UNKNOWN, "nccl.unread", "1 NCCL/PyTorch distributed fault line(s) not understood: the log is not "
+                                          "judged healthy")],
+    # issue titles: the watchdog line bare, no [Rank N], no prefix
+    "llamafactory-issue7396-title-bare-watchdog-line.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout (the line names no rank): ALLREDUCE SeqNum 1580 after "
+                                            "600000 ms (ran for 600004 ms)")],
+    "megatron-issue1207-title-bare-watchdog-line.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout (the line names no rank): ALLREDUCE SeqNum 5 after "
+                                            "600000 ms (ran for 600013 ms)")],
+    # what():  [PG 1 Rank 7] Process group watchdog thread terminated ... _REDUCE_SCATTER_BASE SeqNum 199
+    "megatron-issue935-what-pg1-rank7-reduce-scatter-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): _REDUCE_SCATTER_BASE SeqNum 199 in PG 1 "
+                                            "after 600000 ms")],
+    # three WARNs, status=12 vendor err 129, same peer IP (ports 54862, 54862, 49892): one finding, 3 times
+    "nccl-issue1405-ib-plugin-status12-localgid-remotegids-EXCERPT.log": [
+        (Severity.CRIT, "nccl.ib", "IB/RoCE transport error on kp-ddp-worker-0 (pid 3468, GPU 4) (3 times): completion "
+                                   "status 12 = IBV_WC_RETRY_EXC_ERR (transport retry counter exceeded: the peer stopped "
+                                   "acknowledging (link down, peer dead, or a lossy RoCE fabric)), vendor err 129 (Recv), "
+                                   "peer 10.216.210.236<54862>, local GID fd00:1148:9000:5000:4:200:3:ff22, remote GID "
+                                   "fd00:1148:9000:5000:4:200:3:ff1f")],
+    # status=12 once, then status=5 twice (flushed after the first error)
+    "nccl-issue1814-ib-plugin-status12-then-status5-EXCERPT.log": [
+        (Severity.CRIT, "nccl.ib", "IB/RoCE transport error on hostname-test (pid 984, GPU 4): completion status 12 = "
+                                   "IBV_WC_RETRY_EXC_ERR (transport retry counter exceeded: the peer stopped acknowledging "
+                                   "(link down, peer dead, or a lossy RoCE fabric)), vendor err 129 (Recv), peer "
+                                   "172.36.143.59<44206>, local GID ::ffff:29.87.88.182, remote GID ::ffff:29.87.4.221"),
+        (Severity.CRIT, "nccl.ib", "IB/RoCE transport error on hostname-test (pid 984, GPU 4) (2 times): completion status "
+                                   "5 = IBV_WC_WR_FLUSH_ERR (work request flushed: the QP was already in error (follows an "
+                                   "earlier error)), vendor err 249 (Recv), peer 172.36.143.59<44206>, local GID "
+                                   "::ffff:29.87.88.182, remote GID ::ffff:29.87.4.221")],
+    # "[2026-03-13 22:26:02] host-01.example.com:XXXXXX [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed
+    # with 110 ...": a date prefix, a redacted pid:tid (no pid said), a .c source
+    "nccl-issue2013-ibvwrap-modify-qp-110-date-prefix-redacted-EXCERPT.log": [
+        (Severity.CRIT, "nccl.ib", "IB/RoCE transport error on host-01.example.com (GPU 5): ibv_modify_qp failed with 110 "
+                                   "(Connection timed out) moving the QP INIT->RTR (the remote GID was not reachable: "
+                                   "routing, the GID index, or NICs on different rails) on mlx_x:1, local GID "
+                                   "::ffff:xxx.xx.xx.xx, remote GID ::ffff:xxx.xx.xxx.xx")],
+    # "ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed" on GPUs 4, 5 and 6 of one process
+    "nccl-issue562-ibvwrap-create-qp-failed-EXCERPT.log": [
+        (Severity.CRIT, "nccl.ib", "IB/RoCE transport error on hai-a100-3 (pid 3778851, GPU 4) (3 times): ibv_create_qp "
+                                   "failed")],
+    # "with error 4, opcode ..., vendor err 81 (Send)" on three hosts
+    "nccl-issue928-net-ib-error4-local-protection-EXCERPT.log": [
+        (Severity.CRIT, "nccl.ib", f"IB/RoCE transport error on {host}: completion status 4 = IBV_WC_LOC_PROT_ERR (local "
+                                   "protection error: a buffer not in a valid memory region (GPUDirect RDMA / "
+                                   f"nvidia-peermem registration)), vendor err 81 (Send), peer {peer}")
+        for host, peer in (("H100-2 (pid 19989, GPU 1)", "fe80::966d:ae03:8b:df78%ib0<53249>"),
+                           ("H100-1 (pid 9821, GPU 1)", "fe80::966d:ae03:8b:df50%ib0<44413>"),
+                           ("H100-5 (pid 68738, GPU 3)", "fe80::966d:ae03:9c:f5f8%ib0<39391>"))],
+    # the title "Watchdog caught collective operation timeout: WorkNCCL": a fault line with nothing to read
+    "ofa-issue271-title-bare-phrase-no-worknccl-fields.log": [
+        (Severity.UNKNOWN, "nccl.unread", "1 NCCL/PyTorch distributed fault line(s) not understood: the log is not "
+                                          "judged healthy")],
+    # "... Watchdog caught colle" / "ctive operation timeout: ... ran for 1800011 millisecond" / "s before ...":
+    # the trigger phrase itself split by the wrap, over three lines
+    "open-r1-issue620-hard-wrapped-trigger-split-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): BROADCAST SeqNum 4 in PG 0(default_pg) "
+                                            "after 1800000 ms")],
+    # issue titles that are NCCL fault lines cockpit reads no fields of: UNKNOWN, never OK ("NCCL Error 2"
+    # matched nothing before, and read OK)
+    **{name: [(Severity.UNKNOWN, "nccl.unread", "1 NCCL/PyTorch distributed fault line(s) not understood: the log is "
+                                                "not judged healthy")]
+       for name in ("nccl-issue834-title-nccl-system-error.log", "nccl-issue2013-title-nccl-error-2-modify-qp-errno-110.log",
+                    "nccl-issue1657-title-unhandled-system-error.log")},
+    # what():  [PG 3 Rank 5] Process group watchdog thread terminated ... _ALLGATHER_BASE SeqNum 9141
+    "sglang-issue1693-what-pg3-rank5-allgather-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): _ALLGATHER_BASE SeqNum 9141 in PG 3 "
+                                            "after 600000 ms")],
 }
 
 
@@ -113,6 +201,60 @@ async def test_saved_py_spy_dumps_name_the_process_that_is_elsewhere():
 ])
 async def test_a_single_dump_is_nothing_to_compare(name, title):
     assert found(await stacks(name)) == [(Severity.UNKNOWN, "stacks.single", title)]
+
+
+NATIVE3 = "local-py-spy-0.4.3-native-gloo-three-ranks-all-reduce-one-in-load-batch.txt"
+RECV = "local-py-spy-0.4.3-gloo-recv-nameless-active-thread.txt"
+RECV_NATIVE = "local-py-spy-0.4.3-native-gloo-recv-waitrecv-nameless-active-thread.txt"
+
+
+@pytest.mark.parametrize("name,odd,blocked,where", [
+    # pids 12367/12368 under all_reduce (native: 0x7f.. (libc.so.6), pthread_cond_wait, c10d::Work::wait ...);
+    # 12369 in load_batch, whose innermost frames are clock_nanosleep (libc.so.6) and time_sleep (libpython)
+    (NATIVE3, "pid 12369", "2 rank(s) wait in a collective (all_reduce (torch/distributed/distributed_c10d.py:3252))",
+     "pid 12369 at load_batch (hang.py:6)"),
+    (RECV, "pid 13510", "1 rank(s) wait in a collective (recv (torch/distributed/distributed_c10d.py:2799))",
+     "pid 13510 at load_batch (recv.py:6)"),
+    (RECV_NATIVE, "pid 13510", "1 rank(s) wait in a collective (recv (torch/distributed/distributed_c10d.py:2799))",
+     "pid 13510 at load_batch (recv.py:6)"),
+])
+async def test_native_and_nameless_py_spy_dumps_name_the_process_elsewhere(name, odd, blocked, where):
+    res = await stacks(name)
+    assert found(res) == [(Severity.CRIT, "stacks.straggler", f"straggler: {odd}")]
+    assert res.findings[0].detail == f"{blocked}; not in one: {where}"
+
+
+async def test_native_frames_drop_addresses_and_the_nameless_active_thread_leads():
+    res = await stacks(RECV_NATIVE)
+    main = res.data["stacks"]["pid 13509"]
+    # "Thread 13823 (active+gil)" has no name; it was dropped (and its frames given to MainThread) before
+    assert [(t["tid"], t["state"], t["name"]) for t in main["threads"]] == [("13823", "active+gil", ""), ("13509", "idle", "MainThread")]
+    assert main["threads"][0]["frames"] == ["spin (recv.py:11)", "thread_run (libpython3.11.so.1.0)"]
+    # the unresolved 0x7f0375ca3f16 (libc.so.6) is gone; the nearest named frames stand for it
+    assert main["frames"][:3] == ["pthread_cond_timedwait (libc.so.6)",
+                                  "gloo::transport::tcp::UnboundBuffer::waitRecv (libtorch_cpu.so)",
+                                  "c10d::ProcessGroupGloo::RecvWork::wait (libtorch_cpu.so)"]
+    assert not any(f.startswith("0x") for s in res.data["stacks"].values() for f in s["frames"])
+    assert res.evidence[0] == "pid 13509: thread 13823 (active+gil) at spin (recv.py:11)"
+    # the pybind11 dispatcher's 2,000-character C++ name loses its template text
+    assert "pybind11::cpp_function::initialize::{lambda#1}::_FUN (libtorch_python.so)" in main["frames"]
+
+
+def test_where_a_native_stack_stands_is_its_first_frame_outside_the_c_library():
+    from cockpit_runbooks import pyspy
+
+    (d, _) = pyspy.parse_dumps((PYSPY / RECV_NATIVE).read_text())
+    assert pyspy.at(d.main) == "gloo::transport::tcp::UnboundBuffer::waitRecv (libtorch_cpu.so)"
+
+
+async def test_a_dump_of_many_named_threads_keeps_every_thread():
+    res = await stacks("gprofiler-issue612-py-spy-dump-many-idle-threads-EXCERPT.txt")
+    # six "Thread 0x7F.. (idle): NAME" headers; the last is cut after "    wait" (a frame line without its file)
+    (only,) = res.data["stacks"].values()
+    assert [t["name"] for t in only["threads"]] == ["MainThread", "Thread-6", "Process Events Listener",
+                                                    "ThreadPoolExecutor-0_0", "ThreadPoolExecutor-0_1", "ThreadPoolExecutor-0_2"]
+    assert found(res) == [(Severity.UNKNOWN, "stacks.single", "one process dumped (thread 0x7F768F77C740, at wait "
+                                                              "(threading.py:295)): no other stack to compare it with")]
 
 
 async def test_a_py_spy_file_without_a_dump_is_unknown():
@@ -181,3 +323,32 @@ async def test_hung_job_post_mortem_uses_every_saved_file():
     assert status["watchdog"] == status["stacks"] == status["slurm"] == "ran"
     assert status["progress"] == status["xid"] == status["gpu"] == status["nvlink"] == status["ib"] == "n/a"
     assert rep.severity == Severity.CRIT and len(rep.inputs) == 3
+
+
+async def test_the_summary_names_every_crit_not_only_the_first():
+    # nccl#928: three hosts (H100-2, H100-1, H100-5) each with an IB completion error: three CRITs
+    books, _ = load_runbooks()
+    rc = RunContext(make_ctx(config={}), job_logs=(str(WD / "nccl-issue928-net-ib-error4-local-protection-EXCERPT.log"),))
+    rep = await run_runbook(books["hung-job"], rc, "propose")
+    summary = rep.summary()
+    assert summary.startswith("hung-job files: 3 CRIT, 0 WARN")
+    assert all(f"IB/RoCE transport error on {h} " in summary for h in ("H100-2", "H100-1", "H100-5"))
+
+
+async def test_a_py_spy_session_whose_last_dump_is_missing_is_unknown(tmp_path):
+    # the three-rank native session cut just before "Process 12369:": its "$ py-spy dump --native --pid 12369"
+    # line is there, its dump is not
+    text = (PYSPY / NATIVE3).read_text()
+    cut = tmp_path / "cut.txt"
+    cut.write_text(text[: text.rfind("\nProcess ")])
+    res = await probes_job.pyspy_stacks(RunContext(make_ctx(config={}), pyspy_files=(str(cut),)), {})
+    assert (Severity.UNKNOWN, "stacks.missing") in [(f.severity, f.rule) for f in res.findings]
+    assert "pid(s) 12369" in next(f.title for f in res.findings if f.rule == "stacks.missing")
+
+
+async def test_fault_lines_not_understood_are_named():
+    res = await watchdog("nccl-issue2013-title-nccl-error-2-modify-qp-errno-110.log")
+    (f,) = res.findings
+    assert f.evidence == (f"{WD / 'nccl-issue2013-title-nccl-error-2-modify-qp-errno-110.log'}:1: [Issue]: RuntimeError: "
+                          "NCCL Error 2 & ibv_modify_qp timeout (errno 110) during Distributed Checkpoint saving on 8 nodes "
+                          "(RoCE v2)",)

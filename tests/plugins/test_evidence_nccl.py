@@ -45,6 +45,8 @@ def test_a_log_that_does_not_name_its_collective_is_not_called_all_reduce():
     assert res.data["runs"][0]["collective"] is None
     # busbw/algbw = 93.46/53.41 = 1.75 > 1: only all_reduce's factor exceeds 1, so n = 2/(2-1.75) = 8
     assert infer_nranks(run) == 8
+    # ... a guess from a ratio, so the result says so: no "Rank" lines, no stated count
+    assert res.data["runs"][0]["nranks"] is None and res.data["runs"][0]["nranks_inferred"] == 8
 
 
 def test_a_single_rank_run_is_nothing_to_judge_not_crit_at_zero():

@@ -24,10 +24,34 @@ def load(name):
 OLDEST = "nccl-tests-issue37-oldest-layout-no-hash-error-column-oob-failed-EXCERPT.txt"
 SINGLE = "nccl-tests-issue287-single-rank-alltoall-rtx5090-EXCERPT.txt"
 UNNAMED = "nccl-tests-issue252-ring-2node-collective-not-named-EXCERPT.txt"
+# tables with a busbw column that are not nccl-tests output (tests/data/nccl-tests/SOURCES.md)
+FOREIGN = {
+    "nccl-1.x-readme-single-process-all-reduce-test.txt": "NCCL 1.x single-process test output",
+    "blog-dgx1-nccl-1.x-all-reduce-test-tabs-EXCERPT.txt": "NCCL 1.x single-process test output",
+    "deepspeed-issue7019-comms-logger-busbw-avg-table-EXCERPT.txt": "DeepSpeed comms logger summary",
+}
 
 
 def test_every_fixture_is_covered():
-    assert {p.name for p in DATA.glob("*.txt")} == {AWS, DEEPOPS, DUP, LOW, NEBIUS, OLDEST, SINGLE, UNNAMED}
+    assert {p.name for p in DATA.glob("*.txt")} == {AWS, DEEPOPS, DUP, LOW, NEBIUS, OLDEST, SINGLE, UNNAMED, *FOREIGN}
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN))
+def test_a_foreign_busbw_table_is_refused_by_name(name):
+    # NCCL 1.x: "#      bytes             N    type      op     time  algbw  busbw      res ..." with
+    # 12-column rows that a column-count guess would have taken for nccl-tests' legacy layout
+    with pytest.raises(ParseError) as err:
+        load(name)
+    assert FOREIGN[name] in str(err.value) and "not nccl-tests output" in str(err.value)
+
+
+def test_a_foreign_header_stops_rows_being_guessed_but_a_real_header_after_it_counts():
+    nccl1 = (DATA / "nccl-1.x-readme-single-process-all-reduce-test.txt").read_text()
+    real = (DATA / DEEPOPS).read_text()
+    run = parse(nccl1 + real, "both")
+    # DeepOps' own rows and none of NCCL 1.x's 10000000-byte rows
+    assert run.rows and all(r.size != 10000000 for r in run.rows)
+    assert len(run.rows) == len(load(DEEPOPS).rows)
 
 
 def test_aws_srun_prefixed_new_columns():
@@ -92,8 +116,8 @@ def test_duplicate_header_is_a_launch_problem_not_bandwidth():
 def test_nebius_header_ranks_per_host_and_no_rows():
     run = load(NEBIUS)
     assert run.params["nGpus"] == "1" and run.params["maxBytes"] == "8589934592"
-    # The excerpt stops mid-line at rank 12: 12 whole rank lines.
-    assert run.nranks == 12 and run.hosts == ("worker-1", "worker-0")
+    # The excerpt stops mid-line at rank 12: 12 whole rank lines, of the launch line's 2 x 8 = 16 ranks.
+    assert len(run.devices) == 12 and run.nranks == 16 and run.hosts == ("worker-1", "worker-0")
     assert run.ranks_per_host == {"worker-1": 8, "worker-0": 4}
     assert run.devices[0].busid == "0x8d" and run.devices[0].name == "NVIDIA H100 80GB HBM3"
     assert not run.launch_problems  # the same pid on two hosts is not a duplicate rank
@@ -174,3 +198,18 @@ def test_thresholds_are_configurable_and_top_sizes_matters():
     # Judging only the very largest size vs the best of the top 3 picks different rows.
     assert judge(run, 200.0, Thresholds(top_sizes=1)).busbw == 191.56
     assert judge(run, None).severity == Severity.UNKNOWN
+
+
+@pytest.mark.parametrize("name,nranks", [
+    # "-np 2 ./all_reduce_perf ... -g 1": stated by the launch line, no Rank lines
+    (LOW, 2),
+    # "all_gather_perf -g 8" started alone: one process, 8 GPUs
+    (OLDEST, 8),
+    # "srun ... --nodes=2 --ntasks-per-node=8 ... all_reduce_perf_mpi ... -g 1": 16, though the excerpt
+    # keeps only 12 "Rank" lines
+    (NEBIUS, 16),
+    # no launch line and no Rank lines: not stated (the busbw/algbw estimate is no count)
+    (AWS, None), (DEEPOPS, None), (UNNAMED, None),
+])
+def test_the_rank_count_is_what_the_output_states(name, nranks):
+    assert load(name).nranks == nranks

@@ -1,0 +1,71 @@
+"""Join the lines of a log that a terminal (or an issue's text box) hard-wrapped.
+
+A wrap can fall anywhere: inside a number (xDiT#147: ``workMetaList_.size()=`` / ``3``),
+inside the message's own words (open-r1#620: ``Watchdog caught colle`` / ``ctive
+operation timeout``), and a long line can wrap twice. Lines are joined only where the
+joined text holds a message that crosses the wrap: a message that one line holds
+whole is never glued to its neighbour, so two records are never merged into one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_MAX_PIECES = 6  # a ~640-character heartbeat line at a 120-column terminal
+_GLUES = ("", " ")  # a wrap inside a word, and one at a space the paste dropped
+# Every message the watchdog parser reads holds one of these; a joined text without any
+# is not tried against the regexes (most lines of a training log are neither).
+KEYWORDS = ("WorkNCCL", "[PG ", "NCCL WARN")
+
+
+def _crossing(pieces: Sequence[str], glue: str, rxs: Sequence[re.Pattern]) -> bool:
+    """A message starts in the first piece and ends in the last."""
+    text = glue.join(pieces)
+    if not any(k in text for k in KEYWORDS):
+        return False
+    first_end = len(pieces[0])
+    last_start = len(text) - len(pieces[-1])
+    return any(m.start() < first_end and m.end() > last_start for rx in rxs for m in rx.finditer(text))
+
+
+def _wrapped(lines: Sequence[str], i: int, rxs: Sequence[re.Pattern], record_start: re.Pattern,
+             forced: bool) -> tuple[str, int] | None:
+    """(joined text, pieces) when lines[i] continues onto the next lines (up to _MAX_PIECES).
+
+    A piece that looks like a record start ends the search, except right after a line
+    that holds a message's first words (``forced``): a wrap can fall just before a ``[``."""
+    for k in range(2, _MAX_PIECES + 1):
+        if i + k > len(lines):
+            return None
+        nxt = lines[i + k - 1]
+        if not nxt.strip() or (record_start.match(nxt) and not (forced and k == 2)):
+            return None
+        for glue in _GLUES:
+            if _crossing(lines[i:i + k], glue, rxs):
+                return glue.join(lines[i:i + k]), k
+    return None
+
+
+def spans(text: str, rxs: Sequence[re.Pattern], triggers: Sequence[str], record_start: re.Pattern,
+          warn_re: re.Pattern) -> list[tuple[int, int, str]]:
+    """(first line number, lines joined, text) for every logical line of ``text``."""
+    lines = text.splitlines()
+    out: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        whole = any(rx.search(line) for rx in rxs)
+        got = None if whole else _wrapped(lines, i, rxs, record_start, any(t in line for t in triggers))
+        if got:
+            out.append((i + 1, got[1], got[0]))
+            i += got[1]
+            continue
+        if whole and warn_re.search(line) and i + 1 < len(lines) and not record_start.match(lines[i + 1]) \
+                and len(lines[i + 1]) < 200:
+            out.append((i + 1, 2, line.rstrip() + " " + lines[i + 1].strip()))  # a WARN's message wrapped
+            i += 2
+            continue
+        out.append((i + 1, 1, line))
+        i += 1
+    return out
