@@ -1,8 +1,11 @@
 """Saved Slurm outputs for post-mortems: ``seff``, ``sacct`` (default table,
-``--parsable2`` with a header, ``--json``), ``sshare``, ``sdiag --json`` and
-``scontrol show reservation`` (text or ``--json``). Recorded forms:
-tests/data/slurm-postmortem/SOURCES.md. Pure parsing; every parser raises
-ParseError naming the format it took the text for.
+``--parsable2`` with a header, ``--json``), ``sshare``, ``sdiag`` (text, ``--json``,
+25.11+ ``/metrics/scheduler``), ``scontrol show reservation`` (text or ``--json``),
+and through cockpit's text readers ``sinfo`` (default, ``-N -l``, ``-R``, ``-o``),
+``squeue``, ``sprio``, ``scontrol show node|job|partition`` and slurmctld/slurmd
+log excerpts. Recorded forms: tests/data/slurm-postmortem/SOURCES.md and
+tests/data/slurm-text/SOURCES.md. Pure parsing; every parser raises ParseError
+naming the format it took the text for.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit.plugins.api import ParseError
+from cockpit.plugins.api import ParseError, read_capture, read_sched_stats, scan_log
 
 _SEFF_KEY = re.compile(r"^[#\s]*([A-Za-z][A-Za-z /-]*?):\s+(.*?)\s*$")
 _RES_START = re.compile(r"^ReservationName=")
@@ -49,6 +52,9 @@ class SlurmFile:
     shares: list[dict[str, str]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     cut: int = 0  # table rows that end before their last column (a cut copy)
+    sched: Any = None  # SchedStats of an sdiag (text, --json or /metrics)
+    capture: Any = None  # Capture of a sinfo/squeue/sprio/scontrol show table
+    log: Any = None  # LogScan of a slurmctld/slurmd excerpt
 
 
 def _number(v: Any) -> Any:
@@ -166,7 +172,7 @@ def parse_json(text: str) -> SlurmFile:
         raise ParseError("Slurm JSON", "the top level is not an object")
     if isinstance(doc.get("statistics"), dict):
         stats = {k: _number(v) for k, v in doc["statistics"].items() if not isinstance(v, list)}
-        return SlurmFile("sdiag --json", stats=stats)
+        return SlurmFile("sdiag --json", stats=stats, sched=read_sched_stats(text))
     if "reservations" in doc:
         return _json_reservations(doc)
     if "jobs" in doc:
@@ -187,4 +193,21 @@ def read(text: str) -> SlurmFile:
         return parse_sshare(text)
     if re.search(r"\bJobID\b", text):
         return parse_sacct(text)
-    raise ParseError("Slurm output", "not seff, sacct, sshare, sdiag --json or scontrol show reservation")
+    return _read_text(text)
+
+
+def _read_text(text: str) -> SlurmFile:
+    """sdiag, /metrics, the tables cockpit's text readers know, then log excerpts."""
+    s = text.lstrip()
+    if re.search(r"^Server thread count:", text, re.M) or s.startswith(("# HELP slurm_", "# TYPE slurm_")):
+        sched = read_sched_stats(text)
+        return SlurmFile(sched.source, sched=sched)
+    try:
+        cap = read_capture(text)
+    except ParseError as table_err:
+        scan = scan_log(text)
+        if scan.events or scan.daemon_lines:
+            return SlurmFile("Slurm log", log=scan)
+        raise ParseError("Slurm output", "not seff, sacct, sshare, sdiag, sinfo, squeue, sprio, scontrol show, "
+                         f"nor a slurmctld/slurmd log ({table_err.detail})") from None
+    return SlurmFile(cap.kind, capture=cap, cut=len(cap.skipped))
