@@ -202,6 +202,12 @@ class ClusterReader(Protocol):
 
     async def topology(self) -> Topology: ...
 
+    async def scheduler_stats(self, metrics_url: str | None = None) -> SchedStats:
+        """slurmctld's statistics: ``sdiag`` through the backend's runner, or Slurm 25.11+'s
+        ``/metrics/scheduler`` at ``metrics_url``. Raises CockpitError (BackendError,
+        CommandFailed, ParseError) when they cannot be read."""
+        ...
+
 
 class NodeProbes(Protocol):
     """Read-only commands on compute nodes and on the Slurm host.
