@@ -44,21 +44,28 @@ def _lines(text: str) -> list[str]:
     return [ln.rstrip() for ln in text.splitlines() if ln.strip() and not _DATE_LINE.match(ln.strip())]
 
 
-def _split_row(line: str, head: list[str]) -> list[str] | None:
-    """Whitespace columns; the one column that may hold spaces (REASON,
-    NODELIST(REASON)) is taken whole, where it stands (first or last)."""
+def _split_row(line: str, head: list[str], last_at: int, sep: str | None) -> list[str] | None:
+    """Whitespace (or ``sep``) columns; the one column that may hold spaces (REASON,
+    NODELIST(REASON)) is taken whole, where it stands (first or last). A row that
+    ends before the last column's header starts has that column empty (sprio -l's
+    TRES, sinfo's REASON of a node without one)."""
     n = len(head)
-    if head[0] == "REASON":
+    if sep:
+        parts = [p.strip() for p in line.split(sep)]
+    elif head[0] == "REASON":
         parts = line.strip().rsplit(None, n - 1)
     else:
         parts = line.split(None, n - 1)
+    if len(parts) == n - 1 and not sep and len(line.rstrip()) <= last_at:
+        parts.append("")
     return parts if len(parts) == n else None
 
 
-def _table(kind: str, head: list[str], body: list[str]) -> Capture:
+def _table(kind: str, head: list[str], body: list[str], head_line: str = "", sep: str | None = None) -> Capture:
     cap = Capture(kind)
+    last_at = head_line.rstrip().rfind(" ") + 1 if head_line else 1 << 30
     for line in body:
-        parts = _split_row(line, head)
+        parts = _split_row(line, head, last_at, sep)
         if parts is None:
             cap.skipped.append(line.strip())
             continue
@@ -74,13 +81,14 @@ def _sinfo_kind(head: list[str]) -> str:
     return "sinfo"
 
 
-def _sprio(head: list[str], body: list[str]) -> Capture:
-    cap = _table("sprio", head, [ln for ln in body if not ln.split()[0] == "Weights"])
+def _sprio(head: list[str], body: list[str], head_line: str) -> Capture:
+    cap = _table("sprio", head, [ln for ln in body if not ln.split()[0] == "Weights"], head_line)
     for line in body:
         words = line.split()
         if words[0] == "Weights":
-            # the row has no JOBID/PARTITION/PRIORITY values: the weights sit under the factor columns
-            factors = [h for h in head if h not in ("JOBID", "PARTITION", "USER", "ACCOUNT", "PRIORITY")]
+            # no JOBID/PARTITION/PRIORITY values: the weights sit under the factor columns (sprio -w has
+            # two PARTITION columns, the job's and the partition factor)
+            factors = head[head.index("PRIORITY") + 1:]
             cap.weights = dict(zip(factors[-(len(words) - 1):], words[1:]))
     return cap
 
@@ -90,16 +98,17 @@ def read_capture(text: str) -> Capture:
     lines = _lines(text)
     if not lines:
         raise ParseError("Slurm text", "the file is empty")
-    first = lines[0].split()
+    sep = "|" if "|" in lines[0] else None  # sinfo/squeue -o with | between the fields
+    first = [w.strip() for w in lines[0].split(sep)] if sep else lines[0].split()
     key = lines[0].strip().split("=", 1)[0]
     if key in _SCONTROL_FIRST:
         kind = _SCONTROL_FIRST[key]
         return Capture(kind, rows=[dict(r) for r in parse_scontrol_kv(text, kind)])
     if first[:2] == ["JOBID", "PARTITION"] and "ST" in first and first[-1].startswith("NODELIST"):
-        return _table("squeue", first, lines[1:])
+        return _table("squeue", first, lines[1:], lines[0], sep)
     if first[0] == "JOBID" and "PRIORITY" in first and set(first) <= _SPRIO_COLS:
-        return _sprio(first, lines[1:])
+        return _sprio(first, lines[1:], lines[0])
     if ("STATE" in first or first[0] == "REASON") and set(first) <= _SINFO_COLS:
-        return _table(_sinfo_kind(first), first, lines[1:])
+        return _table(_sinfo_kind(first), first, lines[1:], lines[0], sep)
     raise ParseError("Slurm text", f"not a sinfo, squeue, sprio or scontrol show table; it starts {lines[0].strip()[:60]!r}")
 

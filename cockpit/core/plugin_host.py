@@ -64,7 +64,10 @@ class BackendCluster:
             from cockpit.backends.slurm_metrics import fetch_scheduler_metrics
 
             return await fetch_scheduler_metrics(metrics_url)
-        read = getattr(self._backend, "fetch_sched_stats", None)
+        backend = self._backend
+        if not hasattr(backend, "fetch_sched_stats") and hasattr(backend, "cli"):
+            backend = backend.cli()  # pyslurm: sdiag through the same Slurm's commands, as `cockpit record` does
+        read = getattr(backend, "fetch_sched_stats", None)
         if read is None:
             raise BackendError(f"the {getattr(self._backend, 'name', 'session')} backend cannot read slurmctld's statistics")
         return await read()

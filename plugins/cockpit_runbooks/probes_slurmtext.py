@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cockpit.plugins.api import judge_scheduler, pending_by_reason
+from cockpit.plugins.api import UsageError, expand, judge_scheduler, pending_by_reason
 
 from .context import ProbeResult
 
@@ -24,8 +24,10 @@ _OK_STATES = {"idle", "mix", "mixed", "alloc", "allocated", "comp", "completing"
 # What a drain/down reason means (slurmctld's own reasons, and the usual admin ones)
 _CAUSES = (
     (re.compile(r"^Not responding", re.I), "slurmd does not answer slurmctld (past SlurmdTimeout)"),
-    (re.compile(r"^Kill task failed", re.I), "a job's processes outlived SIGKILL past UnkillableStepTimeout: look for "
-                                             "processes in D state (often a hung filesystem) before resuming"),
+    # unanchored, and "fail" not "failed": sinfo cuts reasons at 20 characters ("rec: Kill task faile")
+    (re.compile(r"Kill task fail", re.I),
+     "a job's processes outlived SIGKILL past UnkillableStepTimeout: look for processes in D state "
+     "(often a hung filesystem) before resuming"),
     (re.compile(r"^Low (RealMemory|socket|CPUs|TmpDisk)", re.I),
      "the node registered less than slurm.conf gives it (compare `slurmd -C` with its NodeName line)"),
     (re.compile(r"(Prolog|Epilog) (error|failed)", re.I), "the node's prolog/epilog exited non-zero (see slurmd's log)"),
@@ -64,8 +66,16 @@ def _node_row(res: ProbeResult, nodes: str, count: str, state: str, reason: str)
     return sev
 
 
+def _names(nodelist: str) -> set[str]:
+    try:
+        return set(expand(nodelist))
+    except UsageError:  # a hostlist cockpit cannot expand still names something
+        return {nodelist}
+
+
 def _sinfo(res: ProbeResult, cap: Any) -> None:
-    ok = 0
+    up: set[str] = set()
+    seen: set[tuple[str, str]] = set()  # a node is listed once per partition it is in
     for r in cap.rows:
         nodes = r.get("NODELIST") or r.get("HOSTNAMES") or "?"
         if cap.kind == "sinfo -R":
@@ -75,10 +85,16 @@ def _sinfo(res: ProbeResult, cap: Any) -> None:
                     _cause(reason))
             continue
         state = r.get("STATE") or r.get("STATELONG") or r.get("STATECOMPACT") or "?"
-        if _node_row(res, nodes, r.get("NODES", "1"), state, r.get("REASON", "")) == "OK":
-            ok += int(r.get("NODES", "1")) if r.get("NODES", "1").isdigit() else 1
-    if ok:
-        res.add("OK", "slurm.nodes.up", f"{ok} node(s) idle, mixed or allocated ({cap.kind})")
+        if (nodes, state) in seen:
+            continue
+        seen.add((nodes, state))
+        count = r.get("NODES") or str(len(_names(nodes)))
+        if _node_row(res, nodes, count, state, r.get("REASON", "")) == "OK":
+            up |= _names(nodes)
+    if up:
+        res.add("OK", "slurm.nodes.up", f"{len(up)} node(s) idle, mixed or allocated ({cap.kind})")
+    if cap.kind == "sinfo -R" and not cap.rows:
+        res.add("OK", "slurm.nodes.no-reason", "sinfo -R lists no node down, drained or failing")
 
 
 def _scontrol_nodes(res: ProbeResult, cap: Any) -> None:

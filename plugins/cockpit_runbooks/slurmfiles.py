@@ -158,8 +158,10 @@ def parse_sshare(text: str) -> SlurmFile:
     if "Account" not in head or "FairShare" not in head:
         raise ParseError("sshare", f"the header has no Account/FairShare column: {' '.join(head)[:80]!r}")
     recs = [dict(zip(head, r)) for r in rows]
-    # a row without its FairShare value ends early: the copy was cut there
-    whole = [r for r in recs if r.get("FairShare")]
+    # a row that stops before the column ahead of FairShare was cut there; an account row of the
+    # fair-tree algorithm (22.05+) has its usage but no FairShare of its own, and is whole
+    before = head[head.index("FairShare") - 1]
+    whole = [r for r in recs if r.get("FairShare") or r.get(before)]
     return SlurmFile("sshare", shares=whole, cut=len(recs) - len(whole))
 
 

@@ -19,6 +19,55 @@ TEXT = DATA / "slurm-text"
 OTHER_ENDPOINTS = ("metrics-sckyzo-25.11-jobs.txt", "metrics-sckyzo-25.11-nodes.txt")
 
 CASES = {
+    "cluster-22.05-scontrol-show-node04.txt": ("scontrol show node", [
+        (Severity.WARN, "1 node(s) IDLE+DRAIN (drained): node04 - reason 'rec: Kill task failed test [root@2026-12-01T19:19:34]'"),
+    ]),
+    "cluster-22.05-sdiag.txt": ("sdiag", [
+        (Severity.OK, 'slurmctld server threads: 3 of 256'),
+        (Severity.OK, 'agent queue (RPCs waiting to go out to nodes): 0'),
+        (Severity.OK, 'slurmdbd agent queue (messages waiting for slurmdbd): 0'),
+        (Severity.OK, 'last backfill cycle took 0.0 s (interval 30 s)'),
+        (Severity.OK, 'last backfill cycle 260 s before the statistics were taken, 2 job(s) pending'),
+        (Severity.OK, '1044 RPCs from 2 user(s); most from root (1041)'),
+    ]),
+    "cluster-22.05-sinfo-N-l.txt": ("sinfo -N", [
+        (Severity.WARN, "1 node(s) drained (drained): node04 - reason 'rec: Kill task faile'"),
+        (Severity.OK, '3 node(s) idle, mixed or allocated (sinfo -N)'),
+    ]),
+    "cluster-22.05-sinfo-R-none.txt": ("sinfo -R", [
+        (Severity.OK, 'sinfo -R lists no node down, drained or failing'),
+    ]),
+    "cluster-22.05-sinfo-R.txt": ("sinfo -R", [
+        (Severity.WARN, "node04: 'rec: Kill task faile' (set by root at 2026-12-01T19:19:34)"),
+    ]),
+    "cluster-22.05-sinfo-o-pipes.txt": ("sinfo -N", [
+        (Severity.OK, '4 node(s) idle, mixed or allocated (sinfo -N)'),
+    ]),
+    "cluster-22.05-sinfo-o.txt": ("sinfo -N", [
+        (Severity.WARN, '1 node(s) drained (drained): node04'),
+        (Severity.OK, '3 node(s) idle, mixed or allocated (sinfo -N)'),
+    ]),
+    "cluster-22.05-sinfo.txt": ("sinfo", [
+        (Severity.WARN, '1 node(s) drain (drained): node04'),
+        (Severity.OK, '3 node(s) idle, mixed or allocated (sinfo)'),
+    ]),
+    "cluster-22.05-sprio-l.txt": ("sprio", [
+        (Severity.UNKNOWN, 'sprio: 2 row(s)'),
+    ]),
+    "cluster-22.05-sprio-w.txt": ("sprio", [
+        (Severity.UNKNOWN, 'sprio: 0 row(s); weights SITE 1, AGE 1000, FAIRSHARE 1000, JOBSIZE 100, PARTITION 1000, QOS 1000'),
+    ]),
+    "cluster-22.05-squeue-one-running.txt": ("squeue", [
+        (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
+    ]),
+    "cluster-22.05-squeue.txt": ("squeue", [
+        (Severity.OK, '1 job(s) running or completing, 2 pending (3 in the table)'),
+        (Severity.OK, '1 job(s) pending: Resources'),
+        (Severity.WARN, '1 job(s) pending: ReqNodeNotAvail, UnavailableNodes:node01'),
+    ]),
+    "cluster-22.05-sshare.txt": ("sshare", [
+        (Severity.UNKNOWN, '4 association(s); lowest fair share 0.333333 (root root)'),
+    ]),
     "metrics-sckyzo-25.11-scheduler.txt": ("/metrics", [
         (Severity.WARN, 'last backfill cycle 5210 s before the statistics were taken, 1 job(s) pending'),
         (Severity.OK, 'slurmctld server threads: 0 of 256'),
