@@ -36,7 +36,7 @@ def _jobs(res: ProbeResult, f: slurmfiles.SlurmFile) -> None:
             continue  # completed steps add nothing to their job's line
         sev, what = _ENDS.get(j.state.rstrip("+"), ("UNKNOWN", f"is in state {j.state}"))
         code = f" (exit code {j.exit_code})" if j.exit_code else ""
-        res.add(sev, f"slurm.job.{j.state.lower().rstrip('+')}", f"job {j.job_id} {what}{code}" + (f" on {j.nodes}" if j.nodes else ""),
+        res.add(sev, f"slurm.job.{j.state.lower().rstrip('+')}", f"job {j.job_id} {what}{code}" + (f" on {j.nodes}" if j.nodes and j.nodes != "None assigned" else ""),
                 evidence=[f"{k}: {v}" for k, v in j.extra[:8]])
         if sev == "CRIT" and j.nodes:
             res.facts.setdefault("failed_nodes", j.nodes)

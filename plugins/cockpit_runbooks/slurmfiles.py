@@ -89,17 +89,57 @@ def _table(lines: list[str]) -> tuple[list[str], list[list[str]]]:
     raise ValueError("no header/dashes line")
 
 
+# a command line pasted above -P -n output: "$ sacct ... --format=JobID,State" / "--format JobID,..." / "-o ..."
+_SACCT_CMD = re.compile(r"^\s*(?:\S*[$#]\s*)?sacct\b.*?(?:--format[= ]|-o\s*)['\"]?([\w%.,]+)", re.M)
+
+
+def _format_above(lines: list[str]) -> tuple[list[str], list[list[str]]] | None:
+    """The --format list of a command line, then the |-rows below it (``-P -n``, no header)."""
+    for i, line in enumerate(lines):
+        m = _SACCT_CMD.match(line)
+        if m:
+            head = [re.sub(r"%\d+$", "", f) for f in m.group(1).split(",") if f]
+            rows = [ln.split("|") for ln in lines[i + 1:] if "|" in ln]
+            if rows and all(len(r) == len(head) for r in rows):
+                return head, rows
+    return None
+
+
+def _no_job_id(head: list[str], rows: list[list[str]]) -> SlurmFile:
+    """A table without a JobID column: one record per row, named by its row (and JobName)."""
+    out = []
+    for i, r in enumerate(rows, 1):
+        rec = dict(zip(head, r))
+        if not rec.get("State"):
+            continue
+        name = rec.get("JobName") or None
+        out.append(JobRecord(f"row {i}" + (f" ({name})" if name else ""), rec["State"].split()[0], rec.get("ExitCode"),
+                             rec.get("NodeList"), name))
+    return SlurmFile("sacct (no JobID)", out)
+
+
 def parse_sacct(text: str) -> SlurmFile:
     lines = text.splitlines()
     pipes = [ln for ln in lines if "|" in ln]
-    if pipes and "JobID" in pipes[0].split("|"):
+    above = None if pipes and "JobID" in pipes[0].split("|") else _format_above(lines)
+    if above is not None:
+        head, rows = above
+        head = ["JobID" if h == "JobIDRaw" else h for h in head]
+        if "State" not in head:
+            raise ParseError("sacct", f"the --format list above the rows has no State: {','.join(head)[:80]!r}")
+        if "JobID" not in head:
+            return _no_job_id(head, rows)
+    elif pipes and "JobID" in pipes[0].split("|"):
         head = pipes[0].split("|")
         rows = [ln.split("|") for ln in pipes[1:]]
     else:
         try:
             head, rows = _table(lines)
         except ValueError:
-            raise ParseError("sacct", "no header line with JobID (a table, or --parsable2 without --noheader)") from None
+            raise ParseError("sacct", "no header line with JobID (a table, or --parsable2 without --noheader), "
+                             "and no sacct --format line above the rows") from None
+    if "JobID" not in head and "State" in head:
+        return _no_job_id(head, rows)
     if "JobID" not in head or "State" not in head:
         raise ParseError("sacct", f"the header has no JobID/State column: {' '.join(head)[:80]!r}")
     out = []
@@ -193,7 +233,9 @@ def read(text: str) -> SlurmFile:
         return parse_seff(text)
     if re.search(r"\bFairShare\b", text) and re.search(r"\bAccount\b", text):
         return parse_sshare(text)
-    if re.search(r"\bJobID\b", text):
+    if re.search(r"\bJobID\b", text) or _SACCT_CMD.search(text) or (
+            re.search(r"^[\s\w%]*\bState\b", text, re.M) and re.search(r"\b(ExitCode|Elapsed|JobName)\b", text)
+            and re.search(r"^[- ]*-{4,}[- ]*$", text, re.M)):
         return parse_sacct(text)
     return _read_text(text)
 

@@ -182,9 +182,40 @@ async def _records(*paths: Path, node: str | None = None):
     return await probes_slurm.slurm_records(rc, {})
 
 
+# sacct without a JobID column (a table), and -P -n rows under the command line that gave their
+# --format list (issue 26 class 11): (kind, rows, the first findings, how many CANCELLED)
+SACCT = {
+    "cluster-22.05-sacct-Pn-format-above.txt": ("sacct", 13, [
+        (Severity.OK, "job 14 completed (exit code 0:0) on node01"),
+        (Severity.WARN, "job 15 was cancelled (exit code 0:15) on node01")], 7),
+    "cluster-22.05-sacct-Pn-format-space-above.txt": ("sacct", 20, [  # steps too: no -X; JobIDRaw read as JobID
+        (Severity.OK, "job 14 completed (exit code 0:0)"), (Severity.WARN, "job 15 was cancelled (exit code 0:15)")], 12),
+    "cluster-22.05-sacct-Pn-o-above.txt": ("sacct (no JobID)", 13, [  # -o JobName%20,State,ExitCode
+        (Severity.OK, "job row 1 (wrap) completed (exit code 0:0)"),
+        (Severity.WARN, "job row 2 (prom-idle) was cancelled (exit code 0:15)")], 7),
+    "cluster-22.05-sacct-table-no-jobid.txt": ("sacct (no JobID)", 25, [
+        (Severity.OK, "job row 1 (wrap) completed (exit code 0:0)"), (Severity.OK, "job row 2 (batch) completed (exit code 0:0)")], 12),
+    "cluster-22.05-sacct-table-no-jobid-X.txt": ("sacct (no JobID)", 13, [
+        (Severity.OK, "job row 1 completed (exit code 0:0) on node01"),
+        (Severity.WARN, "job row 2 was cancelled (exit code 0:15) on node01")], 7),
+    "cluster-22.05-sacct-table-no-jobid-user.txt": ("sacct (no JobID)", 13, [
+        (Severity.OK, "job row 1 (wrap) completed (exit code 0:0)"),
+        (Severity.WARN, "job row 2 (prom-idle) was cancelled (exit code 0:15)")], 7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SACCT))
+async def test_sacct_without_a_jobid_header(name):
+    kind, rows, first, cancelled = SACCT[name]
+    res = await _records(TEXT / name)
+    assert res.sources == [f"{TEXT / name}: {kind}"]
+    assert len(res.findings) == rows and [(f.severity, f.title) for f in res.findings[:2]] == first
+    assert sum(f.rule == "slurm.job.cancelled" for f in res.findings) == cancelled
+
+
 def test_every_text_recording_is_covered():
     names = {p.name for p in TEXT.iterdir() if p.name != "SOURCES.md"}
-    assert names == set(CASES) | set(OTHER_ENDPOINTS)
+    assert names == set(CASES) | set(OTHER_ENDPOINTS) | set(SACCT)
     listed = (TEXT / "SOURCES.md").read_text()
     assert all(f"| {n} |" in listed for n in names)
 
