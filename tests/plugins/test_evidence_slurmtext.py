@@ -113,6 +113,9 @@ CASES = {
         (Severity.CRIT, "1 node(s) down* (not responding): compute003 - reason 'Not responding'"),
         (Severity.CRIT, "1 node(s) down* (not responding): compute004 - reason 'Not responding'"),
     ]),
+    "slurmctld-grep-node03-not-responding.log": ("Slurm log", [
+        (Severity.CRIT, 'node03 stopped answering slurmctld and was set DOWN'),
+    ]),
     "slurmctld-invalid-state-transition-EXCERPT.log": ("Slurm log", [
         (Severity.WARN, 'an update of worker2 from IDLE to RESUME was refused (invalid state transition)'),
     ]),
