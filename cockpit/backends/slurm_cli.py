@@ -52,6 +52,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "sinfo.json": ("sinfo", "--json"),
     "scontrol-partitions.txt": ("scontrol", "show", "partition"),
     "topology.txt": ("scontrol", "show", "topology"),
+    "sdiag.txt": ("sdiag",),  # controller health (cockpit check scheduler); not part of a snapshot
 }
 
 # Outputs at least this big are parsed in the worker process (~3k jobs in the
@@ -455,6 +456,12 @@ class SlurmCliBackend:
         raw = await self._fetch("scontrol-partitions.txt")
         return await self._parse_text_cached("scontrol-partitions.txt", raw, slurm_text.parse_scontrol_partitions,
                                              warns=True)
+
+    async def fetch_sched_stats(self):
+        """slurmctld's statistics (``sdiag``). Raises CommandFailed, ParseError."""
+        from cockpit.backends.slurm_sdiag import parse_sdiag_text
+
+        return parse_sdiag_text((await self._fetch("sdiag.txt")).decode("utf-8", "replace"))
 
     async def fetch_topology(self) -> Topology:
         try:

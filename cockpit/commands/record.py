@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cockpit.errors import EXIT_OK, UsageError
+from cockpit.errors import EXIT_OK, CockpitError, UsageError
 
 
 def register(sub) -> None:
@@ -39,5 +39,9 @@ async def run(args, session) -> int:
     snap = await backend.snapshot()
     for err in snap.errors:
         print(f"cockpit: warning: {err}", file=sys.stderr)
+    try:  # sdiag.txt too, for `--replay DIR check scheduler` and the Pulse's controller line
+        await backend.fetch_sched_stats()
+    except CockpitError as exc:
+        print(f"cockpit: warning: sdiag not recorded: {exc}", file=sys.stderr)
     print(f"recorded {', '.join(sorted(set(written)))} into {target}")
     return EXIT_OK

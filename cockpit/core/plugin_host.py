@@ -14,7 +14,7 @@ from typing import Any
 
 from cockpit.core.actions import Actions, Outcome, Plan, build_custom_plan, build_plan, build_submit_plan
 from cockpit.core.joblog import resolve_path
-from cockpit.errors import CockpitError, CommandFailed
+from cockpit.errors import BackendError, CockpitError, CommandFailed
 from cockpit.models import Job, Node, Partition, Topology
 
 
@@ -57,6 +57,20 @@ class BackendCluster:
 
     async def partitions(self) -> tuple[Partition, ...]:
         return await self._backend.fetch_partitions()
+
+    async def scheduler_stats(self, metrics_url: str | None = None):
+        """sdiag through the backend's runner, or Slurm 25.11+'s /metrics/scheduler at ``metrics_url``."""
+        if metrics_url:
+            from cockpit.backends.slurm_metrics import fetch_scheduler_metrics
+
+            return await fetch_scheduler_metrics(metrics_url)
+        backend = self._backend
+        if not hasattr(backend, "fetch_sched_stats") and hasattr(backend, "cli"):
+            backend = backend.cli()  # pyslurm: sdiag through the same Slurm's commands, as `cockpit record` does
+        read = getattr(backend, "fetch_sched_stats", None)
+        if read is None:
+            raise BackendError(f"the {getattr(self._backend, 'name', 'session')} backend cannot read slurmctld's statistics")
+        return await read()
 
     async def topology(self) -> Topology:
         return await self._backend.fetch_topology()

@@ -55,6 +55,17 @@ from cockpit.core.audit import read_audit
 from cockpit.core.joblog import JobLogError, path_for, sanitize
 from cockpit.core.jobprocs import JobProcess, node_processes
 from cockpit.core.sbatch import TERMINAL_STATES, JobOutcome, Placement, sbatch_header, sbatch_value
+from cockpit.core.slurmtext import (  # saved Slurm text and controller health, for --slurm-file and check scheduler
+    Capture,
+    LogScan,
+    SchedJudged,
+    SchedStats,
+    judge_scheduler,
+    pending_by_reason,
+    read_capture,
+    read_sched_stats,
+    scan_log,
+)
 from cockpit.errors import (
     BackendError,
     CockpitError,
@@ -190,6 +201,12 @@ class ClusterReader(Protocol):
     async def partitions(self) -> tuple[Partition, ...]: ...
 
     async def topology(self) -> Topology: ...
+
+    async def scheduler_stats(self, metrics_url: str | None = None) -> SchedStats:
+        """slurmctld's statistics: ``sdiag`` through the backend's runner, or Slurm 25.11+'s
+        ``/metrics/scheduler`` at ``metrics_url``. Raises CockpitError (BackendError,
+        CommandFailed, ParseError) when they cannot be read."""
+        ...
 
 
 class NodeProbes(Protocol):
@@ -354,4 +371,6 @@ __all__ = [
     "collapse", "config_home", "data_home", "expand", "expand_nodes", "node_processes",
     "parse_query_gpu", "path_for", "query_argv", "read_audit", "sanitize", "sbatch_header", "sbatch_value",
     "verdict", "worst",
+    "Capture", "LogScan", "SchedJudged", "SchedStats", "judge_scheduler", "pending_by_reason", "read_capture",
+    "read_sched_stats", "scan_log",
 ]

@@ -40,6 +40,7 @@ from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.keyhelp import KEY_HELP, key_sections
 from cockpit.tui.messages import SnapshotUpdated, StatusUpdated, TelemetryUpdated
 from cockpit.tui.openers import PluginOpeners
+from cockpit.tui.controllerwatch import KIND as CONTROLLER, ControllerUpdated, ControllerWatch
 from cockpit.tui.outputwatch import KIND as OUTPUT, OutputUpdated, OutputWatch, output_blocker
 from cockpit.tui.plugin_support import PluginRegistry, normalize_key
 from cockpit.tui.screens.detail import DetailScreen, NodeDetailScreen
@@ -117,6 +118,8 @@ class CockpitApp(App):
                                         remote=remote) if not off else None
         if self.output_watch is not None:
             node_kinds[OUTPUT] = self.output_watch.node_kind()
+        self.controller_watch = ControllerWatch(self, backend)  # asks nothing of the demo
+        node_kinds[CONTROLLER] = self.controller_watch.node_kind()
         self.poller = Poller(backend, self._on_poll, intervals, clock=clock, node_kinds=node_kinds)
         self._poll = poll
         self._refresh_once = False  # r while paused: un-pause for one poll
@@ -233,6 +236,9 @@ class CockpitApp(App):
 
     def on_output_updated(self, message: OutputUpdated) -> None:
         self.main.update_outputs(message.mtimes)
+
+    def on_controller_updated(self, message: ControllerUpdated) -> None:
+        self.main.update_controller(message.line)
 
     def on_pulse_view_updated(self, message: PulseView.Updated) -> None:
         if self.live_telemetry is not None:  # the new suspects' GPUs read now, not at the next tick (up to 1 s)

@@ -14,6 +14,7 @@ from pathlib import Path
 from cockpit.plugins.api import ConfigKey, KeySpec, Plugin
 
 from .model import BUNDLED_DIR, LoadProblem, Runbook, load_all
+from .schedcheck import SchedulerCheck
 
 CONFIG = {
     "dump_signal": ConfigKey(str, "USR1", "signal asking a hung job for a flight-recorder dump"),
@@ -46,6 +47,7 @@ def load_runbooks(extra_dirs: tuple[Path, ...] = ()) -> tuple[dict[str, Runbook]
 plugin = Plugin(
     name="runbooks",
     description="Runbooks for hung jobs, NCCL timeouts and GPU/IB/PCIe faults: evidence, findings, actions",
+    checks=(SchedulerCheck(),),
     screens={"runbook": "cockpit_runbooks.screen:RunbookScreen"},
     commands={"Runbook: why is this job stuck?": "runbook"},
     keys=(KeySpec("w", "plugin.why", "Why stuck?",

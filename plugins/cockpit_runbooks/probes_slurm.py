@@ -1,7 +1,9 @@
 """Saved Slurm outputs in a post-mortem (--slurm-file FILE): how the job ended
-(seff, sacct), fair share (sshare), controller load (sdiag --json) and the
-reservations that held nodes (scontrol show reservation). The live versions
-belong to the backend's accounting capability; this probe reads copies only."""
+(seff, sacct), fair share (sshare), controller load (sdiag text, --json or
+/metrics), the reservations that held nodes (scontrol show reservation), and
+the text operators paste into tickets: sinfo, squeue, sprio, scontrol show
+node|job|partition, slurmctld/slurmd log excerpts (probes_slurmtext). The live
+versions belong to the backend; this probe reads copies only."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 
 from cockpit.plugins.api import ParseError, UsageError, expand
 
-from . import slurmfiles
+from . import probes_slurmtext, slurmfiles
 from .context import NotApplicable, ProbeResult, RunContext
 from .probes_node import read_files
 
@@ -34,7 +36,7 @@ def _jobs(res: ProbeResult, f: slurmfiles.SlurmFile) -> None:
             continue  # completed steps add nothing to their job's line
         sev, what = _ENDS.get(j.state.rstrip("+"), ("UNKNOWN", f"is in state {j.state}"))
         code = f" (exit code {j.exit_code})" if j.exit_code else ""
-        res.add(sev, f"slurm.job.{j.state.lower().rstrip('+')}", f"job {j.job_id} {what}{code}" + (f" on {j.nodes}" if j.nodes else ""),
+        res.add(sev, f"slurm.job.{j.state.lower().rstrip('+')}", f"job {j.job_id} {what}{code}" + (f" on {j.nodes}" if j.nodes and j.nodes != "None assigned" else ""),
                 evidence=[f"{k}: {v}" for k, v in j.extra[:8]])
         if sev == "CRIT" and j.nodes:
             res.facts.setdefault("failed_nodes", j.nodes)
@@ -59,17 +61,11 @@ def _reservations(rc: RunContext, res: ProbeResult, f: slurmfiles.SlurmFile) -> 
         res.add("OK", "slurm.reservations", f"{len(f.reservations)} reservation(s), {len(maint)} for maintenance (MAINT)")
 
 
-def _sdiag(res: ProbeResult, f: slurmfiles.SlurmFile) -> None:
-    s = f.stats
-    keys = ("server_thread_count", "agent_queue_size", "dbd_agent_queue_size", "schedule_cycle_max", "bf_cycle_max")
-    res.add("OK", "slurm.sdiag", "slurmctld statistics: " + ", ".join(f"{k} {s.get(k)}" for k in keys if k in s),
-            "recorded for the post-mortem; not judged")
-
-
 async def slurm_records(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
     """Read each --slurm-file and say what it shows; n/a without one."""
     if not rc.slurm_files:
-        raise NotApplicable("no --slurm-file given (saved seff, sacct, sshare, sdiag --json or reservations)")
+        raise NotApplicable("no --slurm-file given (saved seff, sacct, sshare, sdiag, sinfo, squeue, scontrol show, "
+                            "slurmctld/slurmd log)")
     res = ProbeResult()
     for path, text in read_files(rc.slurm_files, "--slurm-file").items():
         try:
@@ -83,11 +79,15 @@ async def slurm_records(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
             _jobs(res, f)
         elif f.kind == "reservations":
             _reservations(rc, res, f)
-        elif f.kind == "sdiag --json":
-            _sdiag(res, f)
+        elif f.sched is not None:
+            probes_slurmtext.sched_findings(res, f.sched)
+        elif f.capture is not None:
+            probes_slurmtext.capture_findings(res, f.capture)
+        elif f.log is not None:
+            probes_slurmtext.log_findings(res, f.log)
         elif f.shares:
             low = min(f.shares, key=lambda r: float(r.get("FairShare") or 1))
-            res.add("OK", "slurm.sshare", f"{len(f.shares)} association(s); lowest fair share {low.get('FairShare')} "
+            res.add("UNKNOWN", "slurm.sshare", f"{len(f.shares)} association(s); lowest fair share {low.get('FairShare')} "
                     f"({(low.get('Account') or '').strip()} {low.get('User') or ''})".rstrip(), "recorded; not judged")
         else:
             res.add("UNKNOWN", "slurm.empty", f"a --slurm-file ({f.kind}) holds no record")

@@ -1,8 +1,11 @@
 """Saved Slurm outputs for post-mortems: ``seff``, ``sacct`` (default table,
-``--parsable2`` with a header, ``--json``), ``sshare``, ``sdiag --json`` and
-``scontrol show reservation`` (text or ``--json``). Recorded forms:
-tests/data/slurm-postmortem/SOURCES.md. Pure parsing; every parser raises
-ParseError naming the format it took the text for.
+``--parsable2`` with a header, ``--json``), ``sshare``, ``sdiag`` (text, ``--json``,
+25.11+ ``/metrics/scheduler``), ``scontrol show reservation`` (text or ``--json``),
+and through cockpit's text readers ``sinfo`` (default, ``-N -l``, ``-R``, ``-o``),
+``squeue``, ``sprio``, ``scontrol show node|job|partition`` and slurmctld/slurmd
+log excerpts. Recorded forms: tests/data/slurm-postmortem/SOURCES.md and
+tests/data/slurm-text/SOURCES.md. Pure parsing; every parser raises ParseError
+naming the format it took the text for.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit.plugins.api import ParseError
+from cockpit.plugins.api import ParseError, read_capture, read_sched_stats, scan_log
 
 _SEFF_KEY = re.compile(r"^[#\s]*([A-Za-z][A-Za-z /-]*?):\s+(.*?)\s*$")
 _RES_START = re.compile(r"^ReservationName=")
@@ -49,6 +52,9 @@ class SlurmFile:
     shares: list[dict[str, str]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     cut: int = 0  # table rows that end before their last column (a cut copy)
+    sched: Any = None  # SchedStats of an sdiag (text, --json or /metrics)
+    capture: Any = None  # Capture of a sinfo/squeue/sprio/scontrol show table
+    log: Any = None  # LogScan of a slurmctld/slurmd excerpt
 
 
 def _number(v: Any) -> Any:
@@ -83,17 +89,57 @@ def _table(lines: list[str]) -> tuple[list[str], list[list[str]]]:
     raise ValueError("no header/dashes line")
 
 
+# a command line pasted above -P -n output: "$ sacct ... --format=JobID,State" / "--format JobID,..." / "-o ..."
+_SACCT_CMD = re.compile(r"^\s*(?:\S*[$#]\s*)?sacct\b.*?(?:--format[= ]|-o\s*)['\"]?([\w%.,]+)", re.M)
+
+
+def _format_above(lines: list[str]) -> tuple[list[str], list[list[str]]] | None:
+    """The --format list of a command line, then the |-rows below it (``-P -n``, no header)."""
+    for i, line in enumerate(lines):
+        m = _SACCT_CMD.match(line)
+        if m:
+            head = [re.sub(r"%\d+$", "", f) for f in m.group(1).split(",") if f]
+            rows = [ln.split("|") for ln in lines[i + 1:] if "|" in ln]
+            if rows and all(len(r) == len(head) for r in rows):
+                return head, rows
+    return None
+
+
+def _no_job_id(head: list[str], rows: list[list[str]]) -> SlurmFile:
+    """A table without a JobID column: one record per row, named by its row (and JobName)."""
+    out = []
+    for i, r in enumerate(rows, 1):
+        rec = dict(zip(head, r))
+        if not rec.get("State"):
+            continue
+        name = rec.get("JobName") or None
+        out.append(JobRecord(f"row {i}" + (f" ({name})" if name else ""), rec["State"].split()[0], rec.get("ExitCode"),
+                             rec.get("NodeList"), name))
+    return SlurmFile("sacct (no JobID)", out)
+
+
 def parse_sacct(text: str) -> SlurmFile:
     lines = text.splitlines()
     pipes = [ln for ln in lines if "|" in ln]
-    if pipes and "JobID" in pipes[0].split("|"):
+    above = None if pipes and "JobID" in pipes[0].split("|") else _format_above(lines)
+    if above is not None:
+        head, rows = above
+        head = ["JobID" if h == "JobIDRaw" else h for h in head]
+        if "State" not in head:
+            raise ParseError("sacct", f"the --format list above the rows has no State: {','.join(head)[:80]!r}")
+        if "JobID" not in head:
+            return _no_job_id(head, rows)
+    elif pipes and "JobID" in pipes[0].split("|"):
         head = pipes[0].split("|")
         rows = [ln.split("|") for ln in pipes[1:]]
     else:
         try:
             head, rows = _table(lines)
         except ValueError:
-            raise ParseError("sacct", "no header line with JobID (a table, or --parsable2 without --noheader)") from None
+            raise ParseError("sacct", "no header line with JobID (a table, or --parsable2 without --noheader), "
+                             "and no sacct --format line above the rows") from None
+    if "JobID" not in head and "State" in head:
+        return _no_job_id(head, rows)
     if "JobID" not in head or "State" not in head:
         raise ParseError("sacct", f"the header has no JobID/State column: {' '.join(head)[:80]!r}")
     out = []
@@ -152,8 +198,10 @@ def parse_sshare(text: str) -> SlurmFile:
     if "Account" not in head or "FairShare" not in head:
         raise ParseError("sshare", f"the header has no Account/FairShare column: {' '.join(head)[:80]!r}")
     recs = [dict(zip(head, r)) for r in rows]
-    # a row without its FairShare value ends early: the copy was cut there
-    whole = [r for r in recs if r.get("FairShare")]
+    # a row that stops before the column ahead of FairShare was cut there; an account row of the
+    # fair-tree algorithm (22.05+) has its usage but no FairShare of its own, and is whole
+    before = head[head.index("FairShare") - 1]
+    whole = [r for r in recs if r.get("FairShare") or r.get(before)]
     return SlurmFile("sshare", shares=whole, cut=len(recs) - len(whole))
 
 
@@ -166,7 +214,7 @@ def parse_json(text: str) -> SlurmFile:
         raise ParseError("Slurm JSON", "the top level is not an object")
     if isinstance(doc.get("statistics"), dict):
         stats = {k: _number(v) for k, v in doc["statistics"].items() if not isinstance(v, list)}
-        return SlurmFile("sdiag --json", stats=stats)
+        return SlurmFile("sdiag --json", stats=stats, sched=read_sched_stats(text))
     if "reservations" in doc:
         return _json_reservations(doc)
     if "jobs" in doc:
@@ -185,6 +233,25 @@ def read(text: str) -> SlurmFile:
         return parse_seff(text)
     if re.search(r"\bFairShare\b", text) and re.search(r"\bAccount\b", text):
         return parse_sshare(text)
-    if re.search(r"\bJobID\b", text):
+    if re.search(r"\bJobID\b", text) or _SACCT_CMD.search(text) or (
+            re.search(r"^[\s\w%]*\bState\b", text, re.M) and re.search(r"\b(ExitCode|Elapsed|JobName)\b", text)
+            and re.search(r"^[- ]*-{4,}[- ]*$", text, re.M)):
         return parse_sacct(text)
-    raise ParseError("Slurm output", "not seff, sacct, sshare, sdiag --json or scontrol show reservation")
+    return _read_text(text)
+
+
+def _read_text(text: str) -> SlurmFile:
+    """sdiag, /metrics, the tables cockpit's text readers know, then log excerpts."""
+    s = text.lstrip()
+    if re.search(r"^Server thread count:", text, re.M) or s.startswith(("# HELP slurm_", "# TYPE slurm_")):
+        sched = read_sched_stats(text)
+        return SlurmFile(sched.source, sched=sched)
+    try:
+        cap = read_capture(text)
+    except ParseError as table_err:
+        scan = scan_log(text)
+        if scan.events or scan.daemon_lines:
+            return SlurmFile("Slurm log", log=scan)
+        raise ParseError("Slurm output", "not seff, sacct, sshare, sdiag, sinfo, squeue, sprio, scontrol show, "
+                         f"nor a slurmctld/slurmd log ({table_err.detail})") from None
+    return SlurmFile(cap.kind, capture=cap, cut=len(cap.skipped))

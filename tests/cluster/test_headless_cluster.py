@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -39,7 +41,7 @@ def test_record_then_replay_gives_the_same_snapshot(cluster, tmp_path):
     proc = cockpit(cluster, "record", str(rec))
     assert proc.returncode == 0, proc.stderr
     files = {p.name for p in rec.iterdir()}
-    assert {"version.txt", "squeue.json", "topology.txt"} <= files
+    assert {"version.txt", "squeue.json", "topology.txt", "sdiag.txt"} <= files
     assert "sinfo.json" in files or "scontrol-nodes.json" in files
     live = json.loads(cockpit(cluster, "--replay", str(rec), "snapshot", "--format", "json").stdout)
     assert {n["name"] for n in live["nodes"]} == set(cluster["COCKPIT_TEST_NODES"].split())
@@ -68,3 +70,35 @@ def test_controller_down_is_one_line_then_recovers(cluster):
         subprocess.run([str(ROOT / "tests" / "cluster" / "up")], check=True, capture_output=True, timeout=180)
     proc = cockpit(cluster, "snapshot", "--format", "json")
     assert proc.returncode == 0, proc.stderr
+
+
+# --- cockpit check scheduler (read-only: sdiag and squeue), and 25.11+ /metrics/scheduler
+
+def test_check_scheduler_judges_the_live_controller(cluster):
+    proc = cockpit(cluster, "check", "scheduler", "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == doc["exit_code"] and doc["status"] in ("OK", "WARN", "CRIT"), proc.stderr
+    rules = {f["rule"] for f in doc["findings"]}
+    assert {"sched.threads", "sched.agent-queue", "sched.dbd-queue"} <= rules
+    assert doc["data"]["source"] == "sdiag" and doc["data"]["stats"]["server_threads"] >= 1
+
+
+def _version(cluster) -> tuple[int, int]:
+    major, minor = cluster["COCKPIT_TEST_SLURM_VERSION"].split(".")[:2]
+    return int(major), int(minor)
+
+
+def test_metrics_scheduler_of_a_25_11_controller(cluster):
+    if _version(cluster) < (25, 11):
+        pytest.skip(f"Slurm {cluster['COCKPIT_TEST_SLURM_VERSION']} has no /metrics (25.11+); run in the 26.05 chroot")
+    url = f"http://{cluster['COCKPIT_TEST_HEAD_ADDR']}:{cluster['COCKPIT_TEST_CTLD_PORT']}/metrics/scheduler"
+    assert cluster["COCKPIT_TEST_HEAD_ADDR"].startswith("127."), "loopback only"
+    try:
+        urllib.request.urlopen(url, timeout=10).close()
+    except urllib.error.HTTPError as exc:
+        pytest.skip(f"{url}: HTTP {exc.code}: the controller does not serve /metrics (MetricsType=metrics/openmetrics)")
+    except OSError as exc:
+        pytest.skip(f"{url}: {exc}")
+    proc = cockpit(cluster, "check", "scheduler", "--metrics-url", url, "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["data"]["source"] == "/metrics" and "sched.threads" in {f["rule"] for f in doc["findings"]}, proc.stderr

@@ -278,12 +278,17 @@ SLURM_CASES = {
     "slurmweb-24.11-0.0.42-restd-slurmdb-job-timeout.json": ("sacct --json", [
         (Severity.WARN, "job 6357 hit its time limit (exit code SUCCESS 0) on cn1")]),
     # 11 whole rows; the last line (" e15") stops after its Account column
+    # fair share is recorded, not judged: UNKNOWN, never OK (docs/verdicts.md)
     "schedmd-slurm-pr114-sshare-a-EXCERPT.txt": ("sshare", [
-        (Severity.OK, "11 association(s); lowest fair share 0.000000 (e104725 e104725)"),
+        (Severity.UNKNOWN, "11 association(s); lowest fair share 0.000000 (e104725 e104725)"),
         (Severity.UNKNOWN, "1 sshare row(s) end before their last column: the copy was cut")]),
+    # server_thread_count 2, agent_queue_size 0, dbd_agent_queue_size 0, bf_cycle_counter 0 (not judged),
+    # rpcs_by_user: root only, 29
     "rivosinc-exporter-sdiag-24.05.5-json.json": ("sdiag --json", [
-        (Severity.OK, "slurmctld statistics: server_thread_count 2, agent_queue_size 0, dbd_agent_queue_size 0, "
-                      "schedule_cycle_max 1666, bf_cycle_max 0")]),
+        (Severity.OK, "slurmctld server threads: 2 of 256"),
+        (Severity.OK, "agent queue (RPCs waiting to go out to nodes): 0"),
+        (Severity.OK, "slurmdbd agent queue (messages waiting for slurmdbd): 0"),
+        (Severity.OK, "29 RPCs from 1 user(s); most from root (29)")]),
     # k8s, jjres, GPUmemoryissue, sebatlab, maint, ampres2022; "maint" carries the MAINT flag
     "ciml-2022-expanse-scontrol-show-res-EXCERPT.txt": ("reservations", [
         (Severity.OK, "6 reservation(s), 1 for maintenance (MAINT)")]),

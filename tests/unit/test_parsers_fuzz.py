@@ -361,3 +361,20 @@ def test_cut_topo_m_is_refused_warned_or_gives_the_whole_matrix_domains(path, wh
     grouped = {frozenset(g for g in whole.domains if whole.domains[g] == d) for d in set(whole.domains.values())}
     cut_grouped = {frozenset(g for g in whole.domains if same[g] == d) for d in set(same.values())}
     assert warned or cut_grouped == grouped
+
+
+@TRUNC
+@given(st.sampled_from(_files("slurm-text", ".txt", ".log")), st.floats(0, 1), foreign)
+def test_cut_or_mangled_slurm_text_never_raises(path, where, junk):
+    """A --slurm-file cut anywhere, or with a foreign line in it, is a verdict, never a traceback;
+    an sdiag cut before its thread count line is never OK."""
+    from cockpit_runbooks import probes_slurm
+
+    text = path.read_text()
+    cut = text[: int(where * len(text))]
+    lines = cut.splitlines()
+    mangled = "\n".join(lines[:1] + [junk] + lines[1:])
+    for t in (cut, mangled):
+        sev = _probe_verdict(probes_slurm.slurm_records, "slurm_files", t)
+        if "sdiag" in path.name and "Server thread count:" not in t:
+            assert sev != Severity.OK

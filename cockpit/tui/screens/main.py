@@ -94,6 +94,10 @@ class MainScreen(Screen):
         """When the watched jobs' output last changed (the Pulse's suspects, LAST OUT)."""
         self.pulse.set_inputs(outputs=mtimes, visible=self.current == "pulse")
 
+    def update_controller(self, line: str | None) -> None:
+        """slurmctld's health line on the Pulse (None: healthy, or not read)."""
+        self.pulse.set_controller(line)
+
     def on_pulse_view_updated(self, message: PulseView.Updated) -> None:
         self.views["jobs"].set_extras(self.pulse.extras, visible=self.current == "jobs")
         watch = getattr(self.app, "output_watch", None)

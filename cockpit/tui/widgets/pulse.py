@@ -40,6 +40,7 @@ class PulseView(Vertical):
     PulseView > .pulse-title { height: 1; text-style: bold; color: $text; background: $boost; }
     PulseView > VTable { height: 2; }
     PulseView > #pulse-scroll { height: 1fr; }
+    PulseView > #pulse-controller { height: 1; color: $error; text-style: bold; display: none; }
     """
     kind, title = "pulse", "Pulse"
 
@@ -60,6 +61,7 @@ class PulseView(Vertical):
         self.suspects_title = Static("SUSPECT JOBS", classes="pulse-title", id="pulse-suspects-title")
         self.bad_title = Static("DRAINED / DOWN NODES", classes="pulse-title", id="pulse-nodes-title")
         self.body = Static("waiting for the first data…", id="pulse-body")
+        self.controller = Static("", id="pulse-controller")  # one line while slurmctld is unhealthy
         self.tracker = ChangeTracker()
         self._lock = threading.Lock()
         self._data: PulseData | None = None
@@ -74,6 +76,7 @@ class PulseView(Vertical):
         self._auto_focus = True
 
     def compose(self):
+        yield self.controller
         yield self.suspects_title
         yield self.suspects
         yield self.bad_title
@@ -101,6 +104,12 @@ class PulseView(Vertical):
         if outputs is not None:
             self.outputs = outputs
         self._compute(visible)
+
+    def set_controller(self, line: str | None) -> None:
+        """The controller's health line (cockpit/tui/controllerwatch.py); None hides it."""
+        if line:
+            self.controller.update(Text(" " + clean(line, 200), no_wrap=True, overflow="ellipsis"))
+        self.controller.display = bool(line)
 
     def show_if_dirty(self) -> None:
         if self._data is not None:
