@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
 async def _run(args: argparse.Namespace) -> int:
     from cockpit.core.session import open_session
 
-    session = await open_session(args)
+    # A command may open its own kind of session (a check that asks Slurm only on demand).
+    session = await getattr(args, "open_session", open_session)(args)
     try:
         return await args.func(args, session)
     finally:
