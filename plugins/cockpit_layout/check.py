@@ -20,6 +20,7 @@ from cockpit.plugins.api import CheckContext, CheckResult, Finding, Severity, wo
 
 from .alloc import NodeAlloc, fabric_from_topology, from_job, planned_count, planned_nodes, read_topo_m, with_virtual_leaf
 from .coverage import DomainSource, coverage_findings, ignored_findings
+from .jobspec import fill_from_job, form_prefill, job_launch_spec
 from .layout import layout_to_dict
 from .rules import Plan, Report, analyze
 from .spec import LayoutSpec, merge, parse_deepspeed_config, parse_megatron_args, parse_megatron_script, parse_params
@@ -69,13 +70,19 @@ class LayoutCheck:
         hw.add_argument("--nvlink-domain-size", type=_pos, help="GPUs per NVLink domain")
         hw.add_argument("--gpu-memory-gib", type=float, help="memory per GPU (default 80)")
 
+    async def prefill(self, ctx: CheckContext, job) -> dict[str, Any]:
+        """The TUI form's starting sizes for ``job``, from its own launch line (jobspec.py)."""
+        return await form_prefill(ctx, job)
+
     async def run(self, ctx: CheckContext, args: argparse.Namespace) -> CheckResult:
         """Run the check. Raises UsageError/ParseError for bad input, BackendError
         when the job or nodes cannot be fetched."""
         spec, deepspeed = read_spec(args)
         args, spec = with_launch_counts(args, spec)
         asks = slurm_needed(args)
-        nodes, partition, pending = await read_allocation(ctx, args)
+        nodes, partition, pending, job = await read_allocation(ctx, args)
+        if job is not None:  # what the job's own launch line says fills what the flags leave out
+            spec = fill_from_job(spec, *await job_launch_spec(ctx, job))
         topo, topo_note = await _topology(ctx) if asks else (Topology(), NOT_ASKED)
         plan, source = build_plan(ctx.config, args, spec, deepspeed, nodes, topo)
         if asks:
@@ -151,8 +158,8 @@ def slurm_needed(args: argparse.Namespace) -> str | None:
     return None
 
 
-async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[list[NodeAlloc], str | None, bool]:
-    """(nodes, partition, pending) from --job or --nodes. Raises UsageError."""
+async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[list[NodeAlloc], str | None, bool, Any]:
+    """(nodes, partition, pending, the job or None) from --job or --nodes. Raises UsageError."""
     if bool(args.job) == bool(args.nodes):
         raise UsageError("give exactly one of --job ID or --nodes HOSTLIST|COUNT")
     if args.job:
@@ -161,18 +168,18 @@ async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[
             raise UsageError(f"job {args.job} not found in the queue")
         if args.gpus_per_node and not job.gpus:
             job = _with_gpn(job, args.gpus_per_node)
-        return from_job(job), args.partition or job.partition, not job.gpus
+        return from_job(job), args.partition or job.partition, not job.gpus, job
     if args.nodes.isdecimal():
         gpn = args.gpus_per_node or await _partition_gpus(ctx, args.partition)
-        return planned_count(int(args.nodes), gpn), args.partition, True
+        return planned_count(int(args.nodes), gpn), args.partition, True, None
     names = expand(args.nodes)
     if args.gpus_per_node:
-        return planned_nodes(names, args.gpus_per_node), args.partition, False
+        return planned_nodes(names, args.gpus_per_node), args.partition, False, None
     known = {n.name: n.gpu_total for n in await ctx.cluster.nodes()}
     missing = [n for n in names if n not in known]
     if missing:
         raise UsageError(f"node {missing[0]} is not known to Slurm (give --gpus-per-node to plan anyway)")
-    return planned_nodes(names, known), args.partition, False
+    return planned_nodes(names, known), args.partition, False, None
 
 
 def _with_gpn(job, gpn: int):

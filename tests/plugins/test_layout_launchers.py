@@ -140,3 +140,34 @@ def test_tp_across_nodes_stays_crit_on_a_pcie_box():
 def test_a_hostlist_or_a_job_asks_slurm():
     _, _, backend = check(["--nodes", "node[01-02]", "--tp", "8"])
     assert "fetch_nodes" in backend.asked and "fetch_topology" in backend.asked
+
+
+def _demo_ctx():
+    from cockpit.backends.demo import DemoBackend
+    from cockpit.config import Config
+    from cockpit.core.actions import Actions
+    from cockpit.plugins.host import check_context
+
+    b = DemoBackend()
+    return b, check_context(backend=b, actions=Actions(b), probes=b.probe_runner(Config()), config={})
+
+
+async def test_the_form_and_the_check_take_the_sizes_from_the_jobs_launch_line():
+    # the simulated llama-70b job runs `srun python -u pretrain_gpt.py --tensor-model-parallel-size 8
+    # --pipeline-model-parallel-size 4 ...` (its batch script, read with scontrol write batch_script)
+    backend, ctx = _demo_ctx()
+    job = next(j for j in (await backend.snapshot()).jobs if j.name == "llama-70b-pretrain")
+    assert await plugin.checks[0].prefill(ctx, job) == {"tp": 8, "pp": 4, "dp": ""}
+    res = await plugin.checks[0].run(ctx, parse(["--job", str(job.job_id)]))
+    assert res.summary.startswith("TP=8 PP=4 DP=2 on 64 GPUs")
+    given = await plugin.checks[0].run(ctx, parse(["--job", str(job.job_id), "--pp", "1"]))
+    assert given.summary.startswith("TP=8 PP=1 DP=8")  # what is given wins, and the job's 4 is listed
+    ignored = next(f for f in given.findings if f.rule == "inputs-ignored").evidence
+    assert f"job {job.job_id}'s batch script: pp 4 (the given 1 was used)" in ignored
+
+
+async def test_a_job_without_a_launch_line_keeps_the_old_prefill():
+    backend, ctx = _demo_ctx()
+    job = next(j for j in (await backend.snapshot()).jobs if j.command == "bash" and j.gpus)
+    values = await plugin.checks[0].prefill(ctx, job)
+    assert values["pp"] == 1 and values["tp"] == max(g.count for g in job.gpus)
