@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         if register is not None:
             register(sub)
     _global_options_after(parser)
+    parser.set_defaults(root_parser=parser)  # `cockpit completion` and the man page read the whole tree
     return parser
 
 
