@@ -46,8 +46,10 @@ class LayoutCheck:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         src = parser.add_argument_group("allocation")
         src.add_argument("--job", help="a running or pending job id")
-        src.add_argument("--nodes", help="planned nodes: a hostlist (node[01-08]) or a count")
-        src.add_argument("--gpus-per-node", type=_pos, help="GPUs per node (default: from Slurm)")
+        src.add_argument("--nodes", help="planned nodes: a hostlist (node[01-08]) or a count "
+                         "(default: the launch script's --nnodes / NNODES=)")
+        src.add_argument("--gpus-per-node", type=_pos,
+                         help="GPUs per node (default: the launch script's --nproc-per-node, else Slurm's)")
         src.add_argument("--partition", help="partition for a planned count and for fixes")
         par = parser.add_argument_group("parallel config")
         for axis in ("tp", "pp", "dp", "cp", "ep", "etp"):
