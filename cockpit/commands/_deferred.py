@@ -81,9 +81,7 @@ class DeferredBackend:
         return await self._ask(f"job {job_id}", one)
 
     def probe_runner(self, config: Any) -> Any:
-        from cockpit.remote.probes import NoProbes
-
-        return NoProbes("this check asks Slurm on demand and probes no node")
+        return DeferredProbes(self, config)
 
     async def close(self) -> None:
         if self._real is not None:
@@ -91,6 +89,32 @@ class DeferredBackend:
         close = getattr(self._runner, "close", None)
         if close is not None:
             await close()
+
+
+class DeferredProbes:
+    """The backend's probe runner, made when a probe is first asked for (the layout
+    check reads a job's batch script with ``on_slurm_host``)."""
+
+    def __init__(self, backend: DeferredBackend, config: Any) -> None:
+        self._backend, self._config, self._probes = backend, config, None
+
+    async def _get(self) -> Any:
+        if self._probes is None:
+            self._probes = (await self._backend._open()).probe_runner(self._config)
+        return self._probes
+
+    async def run(self, node, argv, **kw):
+        return await (await self._get()).run(node, argv, **kw)
+
+    async def on_nodes(self, nodes, argv, **kw):
+        return await (await self._get()).on_nodes(nodes, argv, **kw)
+
+    async def on_slurm_host(self, argv, **kw):
+        return await (await self._get()).on_slurm_host(argv, **kw)
+
+    async def close(self) -> None:
+        if self._probes is not None:
+            await self._probes.close()
 
 
 async def open_deferred_session(args: argparse.Namespace) -> Any:
