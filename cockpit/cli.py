@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         if register is not None:
             register(sub)
     _global_options_after(parser)
+    parser.set_defaults(root_parser=parser)  # `cockpit completion` and the man page read the whole tree
     return parser
 
 
@@ -77,7 +78,8 @@ async def _run(args: argparse.Namespace) -> int:
         from cockpit.commands._fleet import run_all
 
         return await run_all(args, _run)
-    session = await open_session(args)
+    # A command may open its own kind of session (a check that asks Slurm only on demand).
+    session = await getattr(args, "open_session", open_session)(args)
     try:
         return await args.func(args, session)
     finally:

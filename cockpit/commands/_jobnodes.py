@@ -61,7 +61,8 @@ async def job_tail(args: argparse.Namespace, session: Any) -> int:
                           remote_session=bool(session.config.general.host),
                           settings=_node_settings(session, args), pool=demo, path=path)
     label = "stderr" if args.stderr else "stdout"
-    how = " (over SSH)" if out.node else ""
+    # the demo's files are on its simulated nodes: say so, as the TUI's log title does
+    how = (" (from the simulated node)" if demo is not None else " (over SSH)") if out.node else ""
     print(f"==> job {job.job_id} {label}: {sanitize(out.source)}{how} <==", file=sys.stderr, flush=True)
     try:
         for line in await out.tail(args.lines, partial=not args.follow):
@@ -77,13 +78,14 @@ async def job_tail(args: argparse.Namespace, session: Any) -> int:
 
 def _procs_table(procs: dict, errors: dict[str, str]) -> list[str]:
     from cockpit.core.text import sanitize, truncate
+    from cockpit.tui.rows import duration  # the TUI's words (2d07h), without Textual
 
     head = ("NODE", "PID", "STEP", "STATE", "ELAPSED", "GPU", "COMMAND")
     rows = [head]
     for node, plist in procs.items():
         for p in plist:
             rows.append((node, str(p.pid), sanitize(p.step), sanitize(p.state) or "-",
-                         "-" if p.elapsed_s is None else str(p.elapsed_s) + "s",
+                         "-" if p.elapsed_s is None else duration(p.elapsed_s),
                          "-" if p.gpu_index is None else str(p.gpu_index), truncate(sanitize(p.command), 120)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]

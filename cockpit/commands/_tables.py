@@ -1,22 +1,27 @@
-"""Rich tables for headless output. Cluster strings go in as Text, never markup."""
+"""The tables of ``cockpit snapshot``: nodes, jobs, topology. Cluster strings are data:
+sanitised text, never markup (see :mod:`cockpit.commands._columns` for the fitting)."""
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Sequence
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from cockpit.core.text import sanitize, truncate
+from cockpit.commands._columns import Column, delimited, output_width, text_lines
 from cockpit.hostlist import collapse
+from cockpit.text import sanitize
+
+TABLES = ("nodes", "jobs", "topology")
+
+# Keys stay whole; the long lists give way first (GPU indexes, then partitions, reasons).
+NODE_COLUMNS = (Column("NODE"), Column("STATE"), Column("CPU"), Column("GPU"), Column("GPU IDX", 1),
+                Column("PARTITIONS", 2, 10), Column("REASON", 3, 12), Column("BY"), Column("AGE"))
+JOB_COLUMNS = (Column("JOBID"), Column("NAME", 3, 8), Column("USER"), Column("PARTITION"),
+               Column("STATE"), Column("NODES"), Column("GPUS", 1), Column("REASON", 2, 8))
+TOPO_COLUMNS = (Column("SWITCH/BLOCK"), Column("LEVEL"), Column("NODES", 1, 12), Column("CHILDREN", 2, 10))
 
 
-def _t(value, width: int = 40) -> Text:
-    return Text(truncate(sanitize(value), width))
-
-
-def _ago(epoch: int | None, now: float) -> str:
+def ago(epoch: int | None, now: float) -> str:
     if not epoch:
         return ""
     secs = max(0, int(now - epoch))
@@ -26,46 +31,73 @@ def _ago(epoch: int | None, now: float) -> str:
     return f"{secs}s"
 
 
-def _gpu_idx(indexes) -> str:
-    return ",".join(str(i) for i in indexes)
+def index_ranges(indexes: Sequence[int]) -> str:
+    """``0-3,6``: eight indexes as ``0-7`` (it was ``0,1,2,3,4,5,6,7``, 15 columns a node)."""
+    out: list[str] = []
+    run: list[int] = []
+    for i in sorted(set(indexes)):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [i]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
 
 
-def _tight(table: Table) -> Table:
-    # One line per row: an operator scans rows, wrapped cells break the scan.
-    for col in table.columns:
-        col.no_wrap = True
-        col.overflow = "ellipsis"
-    return table
+def node_rows(nodes, now: float) -> list[tuple]:
+    rows = []
+    for n in nodes:
+        idx = ";".join(index_ranges(g.alloc_indexes) for g in n.gpus if g.alloc_indexes)
+        rows.append((n.name, n.display_state, f"{n.alloc_cpus}/{n.cpus}", f"{n.gpu_alloc}/{n.gpu_total}", idx,
+                     ",".join(n.partitions), n.reason or "", n.reason_user or "",
+                     ago(n.reason_time, now) if n.reason else ""))
+    return rows
 
 
-def print_snapshot(snap, console: Console | None = None) -> None:
-    console = console or Console(highlight=False, soft_wrap=False)
-    now = time.time()
-    label = " (SIMULATED)" if snap.simulated else ""
-    console.print(Text(f"{sanitize(snap.source)}{label} - Slurm {snap.slurm_version or '?'}"))
-    nodes = Table("NODE", "STATE", "CPU", "GPU", "GPU IDX", "PARTITIONS", "REASON", "BY", "AGE", title="Nodes")
-    for n in snap.nodes:
-        idx = ";".join(_gpu_idx(g.alloc_indexes) for g in n.gpus if g.alloc_indexes)
-        nodes.add_row(
-            _t(n.name), _t(n.display_state), f"{n.alloc_cpus}/{n.cpus}", f"{n.gpu_alloc}/{n.gpu_total}",
-            _t(idx), _t(",".join(n.partitions)), _t(n.reason or ""), _t(n.reason_user or ""),
-            _ago(n.reason_time, now) if n.reason else "",
-        )
-    console.print(_tight(nodes))
-    jobs = Table("JOBID", "NAME", "USER", "PARTITION", "STATE", "NODES", "GPUS", "REASON", title="Jobs")
-    for j in snap.jobs:
-        gpus = " ".join(f"{g.node}:{_gpu_idx(g.indexes) or g.count}" for g in j.gpus) or (
-            f"{j.gpus_per_node}/node" if j.gpus_per_node else ""
-        )
-        jobs.add_row(
-            _t(j.display_id), _t(j.name, 30), _t(j.user), _t(j.partition), _t(j.state),
-            _t(collapse(j.nodes)), _t(gpus, 60), _t(j.reason if j.state == "PENDING" else ""),
-        )
-    console.print(_tight(jobs))
+def job_gpus(job) -> str:
+    """``0-7`` (``0-7 x4`` on four nodes) when every node holds the same indexes, else
+    ``node01:0-3 node02:4-7``: the NODES column already names the nodes."""
+    if not job.gpus:
+        return f"{job.gpus_per_node}/node" if job.gpus_per_node else ""
+    each = {index_ranges(g.indexes) or str(g.count) for g in job.gpus}
+    if len(each) == 1:
+        return each.pop() + (f" x{len(job.gpus)}" if len(job.gpus) > 1 else "")
+    return " ".join(f"{g.node}:{index_ranges(g.indexes) or g.count}" for g in job.gpus)
+
+
+def job_rows(jobs) -> list[tuple]:
+    return [(j.display_id, j.name, j.user, j.partition, j.state, collapse(j.nodes), job_gpus(j),
+             j.reason if j.state == "PENDING" else "") for j in jobs]
+
+
+def topo_rows(topology) -> list[tuple]:
+    rows = [(s.name, str(s.level), collapse(s.nodes), ",".join(s.switches)) for s in topology.switches]
+    return rows + [(b.name, "", collapse(b.nodes), "") for b in topology.blocks]
+
+
+def snapshot_tables(snap, now: float) -> list[tuple[str, tuple[Column, ...], list[tuple]]]:
+    """(name, columns, rows) of each table the snapshot has."""
+    out = [("nodes", NODE_COLUMNS, node_rows(snap.nodes, now)), ("jobs", JOB_COLUMNS, job_rows(snap.jobs))]
     if snap.topology.kind != "none":
-        topo = Table("SWITCH/BLOCK", "LEVEL", "NODES", "CHILDREN", title=f"Topology ({snap.topology.kind})")
-        for s in snap.topology.switches:
-            topo.add_row(_t(s.name), str(s.level), _t(collapse(s.nodes)), _t(",".join(s.switches)))
-        for b in snap.topology.blocks:
-            topo.add_row(_t(b.name), "", _t(collapse(b.nodes)), "")
-        console.print(_tight(topo))
+        out.append(("topology", TOPO_COLUMNS, topo_rows(snap.topology)))
+    return out
+
+
+def print_snapshot(snap, fmt: str = "table", only: str | None = None, stream=None) -> None:
+    """Print the tables: ``table`` fitted to the terminal (whole in a pipe), or
+    ``tsv``/``csv`` (every cell whole, one header row a table, a blank line between)."""
+    stream = stream or sys.stdout
+    tables = [t for t in snapshot_tables(snap, time.time()) if only in (None, t[0])]
+    if fmt in ("tsv", "csv"):
+        stream.write("\n".join(delimited(cols, rows, fmt) for _, cols, rows in tables))
+        return
+    label = " (SIMULATED)" if snap.simulated else ""
+    stream.write(f"{sanitize(snap.source)}{label} - Slurm {snap.slurm_version or '?'}\n")
+    width = output_width(stream)
+    for name, cols, rows in tables:
+        kind = f"{snap.topology.kind}, " if name == "topology" else ""
+        stream.write(f"\n{name.capitalize()} ({kind}{len(rows)})\n")
+        stream.write("".join(line + "\n" for line in text_lines(cols, rows, width)))

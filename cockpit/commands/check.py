@@ -31,6 +31,10 @@ def register(sub) -> None:
             loaded.warnings.append(f"check {chk.name!r} of plugin {plugin.name!r}: bad arguments: {exc}")
             continue
         cp.set_defaults(func=run_check, check=chk, plugin=plugin)
+        if getattr(chk, "cluster_on_demand", False):  # it asks Slurm only for what its inputs lack
+            from cockpit.commands._deferred import open_deferred_session
+
+            cp.set_defaults(open_session=open_deferred_session)
 
 
 async def run_list(args, session) -> int:

@@ -1,4 +1,4 @@
-"""``cockpit snapshot``: one fetch, printed as JSON (stable schema) or tables."""
+"""``cockpit snapshot``: one fetch, printed as JSON (stable schema), tables, TSV or CSV."""
 
 from __future__ import annotations
 
@@ -7,29 +7,24 @@ import sys
 
 from cockpit.errors import EXIT_FAILED, EXIT_OK, UsageError
 
-FORMATS = ("json", "table")
+FORMATS = ("table", "json", "tsv", "csv")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("snapshot", help="print the cluster once (json or table)")
-    p.add_argument("--format", choices=FORMATS, default="table")
+    from cockpit.commands._tables import TABLES
+
+    p = sub.add_parser("snapshot", help="print the cluster once (table, json, tsv or csv)")
+    p.add_argument("--format", choices=FORMATS, default="table",
+                   help="table: fitted to the terminal, whole in a pipe; tsv/csv: every cell whole, for scripts")
+    p.add_argument("--table", choices=TABLES, help="print only this table (table, tsv and csv formats)")
     p.add_argument("--partition", metavar="P", help="only nodes and jobs of partition P")
-    p.add_argument("--state", metavar="S", help="only nodes/jobs in state S (idle, drained, running, pending ...)")
+    p.add_argument("--state", metavar="S", help="only nodes/jobs in state S,...: Slurm's names or codes "
+                   "(idle, mix, drain, down, PD, R, CG ...)")
     p.set_defaults(func=run)
 
 
-def _node_matches(node, state: str) -> bool:
-    s = state.lower()
-    return s in (node.state, node.display_state) or s in node.flags
-
-
-def _job_matches(job, state: str) -> bool:
-    s = state.upper()
-    return s == job.state or s in job.state_flags
-
-
 def filter_snapshot(snap, partition: str | None, state: str | None):
-    """Keep the nodes/jobs that match; raises UsageError for an unknown partition."""
+    """Keep the nodes/jobs that match; raises UsageError for an unknown partition or state."""
     from dataclasses import replace
 
     nodes, jobs, parts = snap.nodes, snap.jobs, snap.partitions
@@ -41,8 +36,11 @@ def filter_snapshot(snap, partition: str | None, state: str | None):
         jobs = tuple(j for j in jobs if partition in j.partition.split(","))
         parts = tuple(p for p in parts if p.name == partition)
     if state:
-        nodes = tuple(n for n in nodes if _node_matches(n, state))
-        jobs = tuple(j for j in jobs if _job_matches(j, state))
+        from cockpit.core.filtering import parse_state_filter
+
+        wanted = parse_state_filter(state)
+        nodes = tuple(n for n in nodes if wanted.node(n))
+        jobs = tuple(j for j in jobs if wanted.job(j))
     return replace(snap, nodes=nodes, jobs=jobs, partitions=parts)
 
 
@@ -57,7 +55,7 @@ async def run(args, session) -> int:
     else:
         from cockpit.commands._tables import print_snapshot
 
-        print_snapshot(snap)
+        print_snapshot(snap, args.format, args.table)
     # Partial data (a part that failed, a state we do not know) is printed,
     # but the exit code says it is not the whole truth.
     for err in snap.errors:

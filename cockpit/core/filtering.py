@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cockpit.errors import UsageError
+from cockpit.models.cluster import JOB_STATES, NODE_BASE_STATES, NODE_FLAGS
 
 _TERM = re.compile(r"^(?P<neg>-)?(?P<field>[A-Za-z_][\w.]*)(?P<op>:|!=|>=|<=|=|>|<)(?P<value>.*)$")
 _NUMERIC_OPS = (">", ">=", "<", "<=")
@@ -39,6 +40,67 @@ STATE_CODES = {
     "drng": "draining", "futr": "future", "resv": "reserved", "inval": "invalid", "plnd": "planned",
     "npc": "not_responding",
 }
+
+
+# sinfo's node state abbreviations (sinfo(1) "NODE STATE CODES") -> cockpit's node words.
+NODE_CODES = {
+    "alloc": "allocated", "mix": "mixed", "comp": "completing", "drng": "draining", "futr": "future",
+    "unk": "unknown", "resv": "reserved", "npc": "not_responding", "plnd": "planned", "inval": "invalid",
+    "failg": "fail", "pow_dn": "powered_down", "pow_up": "powering_up",
+}
+# squeue's job state codes (squeue(1) "JOB STATE CODES") that name a state or a flag cockpit keeps.
+JOB_CODES = {code: word.upper() for code, word in STATE_CODES.items()
+             if word.upper() in JOB_STATES or word in ("requeue_hold", "resv_del_hold")}
+
+
+@dataclass(frozen=True, slots=True)
+class StateFilter:
+    """What ``--state a,b`` selects: node words (state, display state or flag, lower case)
+    and job states or state flags (upper case). A value may name both (completing)."""
+
+    nodes: frozenset[str]
+    jobs: frozenset[str]
+
+    def node(self, node: Any) -> bool:
+        return bool(self.nodes & ({node.state, node.display_state} | set(node.flags)))
+
+    def job(self, job: Any) -> bool:
+        return job.state in self.jobs or bool(self.jobs & set(job.state_flags))
+
+
+def _node_words() -> dict[str, str]:
+    words = {w: w for w in NODE_BASE_STATES | NODE_FLAGS | {"drained", "draining"}}
+    return {**words, **NODE_CODES}
+
+
+def _job_words() -> dict[str, str]:
+    return {**{s.lower(): s for s in JOB_STATES}, "canceled": "CANCELLED", **JOB_CODES}
+
+
+def parse_state_filter(text: str, flag: str = "--state") -> StateFilter:
+    """``drain,PD`` -> the node words and job states it names: Slurm's long names and its
+    short codes (squeue's PD/R/CG..., sinfo's alloc/mix/drng...), any case.
+
+    Raises UsageError naming the unknown value and the known ones (an unknown state
+    used to select nothing and exit 0, which reads as "no such jobs")."""
+    node_words, job_words = _node_words(), _job_words()
+    nodes: set[str] = set()
+    jobs: set[str] = set()
+    for raw in (w.strip() for w in text.split(",")):
+        word = raw.lower()
+        if not word:
+            continue
+        if word not in node_words and word not in job_words:
+            raise UsageError(
+                f"{flag} {raw!r}: not a Slurm state (node states: {', '.join(sorted(node_words))}; "
+                f"job states: {', '.join(sorted(job_words))})")
+        if word in node_words:
+            nodes.add(node_words[word])
+        if word in job_words:
+            jobs.add(job_words[word])
+    if not nodes and not jobs:
+        raise UsageError(f"{flag} {text!r}: no state given")
+    return StateFilter(frozenset(nodes), frozenset(jobs))
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,18 @@ def make_runner(cfg: Config):
 
 async def open_session(args: argparse.Namespace) -> Session:
     """Config + flags -> Session. Raises ConfigError/BackendError with one-line messages."""
+    cfg = session_config(args)
+    replay = getattr(args, "replay", None)
+    from cockpit.backends.select import choose_backend
+
+    runner = None if (cfg.general.backend in ("demo", "slurmrestd") or replay) else make_runner(cfg)
+    backend, reason = await choose_backend(cfg, runner, replay_dir=replay)
+    return Session(cfg, backend, runner, cfg.general.read_only, reason)
+
+
+def session_config(args: argparse.Namespace) -> Config:
+    """The config with the command line's overrides (--config, --cluster, --demo,
+    --backend, --host, --read-only), before any backend is chosen. Raises ConfigError."""
     cfg = load_config(getattr(args, "config", None))
     cfg = _cluster_overrides(cfg, getattr(args, "cluster", None))
     backend_flag = "demo" if getattr(args, "demo", False) else getattr(args, "backend", None)
@@ -71,9 +83,4 @@ async def open_session(args: argparse.Namespace) -> Session:
         read_only=True if getattr(args, "read_only", False) else None,
     )
     cfg = with_prometheus(cfg, getattr(args, "prometheus", None))
-    replay = getattr(args, "replay", None)
-    from cockpit.backends.select import choose_backend
-
-    runner = None if (cfg.general.backend in ("demo", "slurmrestd") or replay) else make_runner(cfg)
-    backend, reason = await choose_backend(cfg, runner, replay_dir=replay)
-    return Session(cfg, backend, runner, cfg.general.read_only, reason)
+    return cfg

@@ -3,8 +3,9 @@
 The App owns one :class:`PluginOpeners`; its keys (the plugins' KeySpecs) and
 its palette entries call it. Openers a KeySpec may name:
 
-* ``layout``: the layout of the selected job: a TP/PP/DP form (prefilled: TP =
-  the job's GPUs per node, PP = 1, DP inferred), then ``cockpit check layout
+* ``layout``: the layout of the selected job: a TP/PP/DP form (prefilled from the
+  job's own launch line by the layout plugin, else TP = the job's GPUs per node,
+  PP = 1, DP inferred), then ``cockpit check layout
   --job ID`` and the layout plugin's picture (a plan form when no job is selected,
   from the palette);
 * ``why``: "why is this stuck?": the hung-job runbook for a job, the gpu-xid
@@ -148,7 +149,22 @@ class PluginOpeners:
             if values is not None:
                 self.run_layout(plugin, ["--job", str(job.job_id), *_flags(values)])
 
-        self.app.push_screen(LayoutForm(title, infer_parallel(job)), callback=chosen)
+        async def open_form() -> None:
+            self.app.push_screen(LayoutForm(title, await self.layout_prefill(plugin, job)), callback=chosen)
+
+        self.app.run_worker(open_form(), name="layout-prefill", group="plugin-layout", exclusive=True)
+
+    async def layout_prefill(self, plugin: Plugin, job: Job) -> dict[str, Any]:
+        """The form's sizes from the job's own launch line (the layout plugin reads its
+        batch script: PP 4 where the argv says so), else infer_parallel's."""
+        check = next((c for c in plugin.checks if c.name == "layout"), None)
+        ctx = self.context(plugin)
+        if check is None or ctx is None or not hasattr(check, "prefill"):
+            return infer_parallel(job)
+        try:
+            return await check.prefill(ctx, job)
+        except CockpitError:
+            return infer_parallel(job)
 
     def layout_plan(self) -> None:
         plugin = self.plugin("layout")

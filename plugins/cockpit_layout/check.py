@@ -16,10 +16,11 @@ from typing import Any
 from cockpit.plugins.api import BackendError, ParseError, UsageError
 from cockpit.plugins.api import expand
 from cockpit.plugins.api import Topology
-from cockpit.plugins.api import CheckContext, CheckResult, Severity, worst
+from cockpit.plugins.api import CheckContext, CheckResult, Finding, Severity, worst
 
 from .alloc import NodeAlloc, fabric_from_topology, from_job, planned_count, planned_nodes, read_topo_m, with_virtual_leaf
 from .coverage import DomainSource, coverage_findings, ignored_findings
+from .jobspec import fill_from_job, form_prefill, job_launch_spec
 from .layout import layout_to_dict
 from .rules import Plan, Report, analyze
 from .spec import LayoutSpec, merge, parse_deepspeed_config, parse_megatron_args, parse_megatron_script, parse_params
@@ -38,12 +39,17 @@ def _pos(text: str) -> int:
 class LayoutCheck:
     name = "layout"
     description = "Validate a TP/PP/DP/CP/EP job layout against GPUs, NVLink and the switch topology"
+    # Headless, Slurm is asked only for what the inputs lack (slurm_needed), and a
+    # Slurm that does not answer is said so in one line (cockpit/commands/_deferred.py).
+    cluster_on_demand = True
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         src = parser.add_argument_group("allocation")
         src.add_argument("--job", help="a running or pending job id")
-        src.add_argument("--nodes", help="planned nodes: a hostlist (node[01-08]) or a count")
-        src.add_argument("--gpus-per-node", type=_pos, help="GPUs per node (default: from Slurm)")
+        src.add_argument("--nodes", help="planned nodes: a hostlist (node[01-08]) or a count "
+                         "(default: the launch script's --nnodes / NNODES=)")
+        src.add_argument("--gpus-per-node", type=_pos,
+                         help="GPUs per node (default: the launch script's --nproc-per-node, else Slurm's)")
         src.add_argument("--partition", help="partition for a planned count and for fixes")
         par = parser.add_argument_group("parallel config")
         for axis in ("tp", "pp", "dp", "cp", "ep", "etp"):
@@ -66,16 +72,25 @@ class LayoutCheck:
         hw.add_argument("--nvlink-domain-size", type=_pos, help="GPUs per NVLink domain")
         hw.add_argument("--gpu-memory-gib", type=float, help="memory per GPU (default 80)")
 
+    async def prefill(self, ctx: CheckContext, job) -> dict[str, Any]:
+        """The TUI form's starting sizes for ``job``, from its own launch line (jobspec.py)."""
+        return await form_prefill(ctx, job)
+
     async def run(self, ctx: CheckContext, args: argparse.Namespace) -> CheckResult:
         """Run the check. Raises UsageError/ParseError for bad input, BackendError
         when the job or nodes cannot be fetched."""
         spec, deepspeed = read_spec(args)
-        nodes, partition, pending = await read_allocation(ctx, args)
-        topo = await _topology(ctx)
+        args, spec = with_launch_counts(args, spec)
+        asks = slurm_needed(args)
+        nodes, partition, pending, job = await read_allocation(ctx, args)
+        if job is not None:  # what the job's own launch line says fills what the flags leave out
+            spec = fill_from_job(spec, *await job_launch_spec(ctx, job))
+        topo, topo_note = await _topology(ctx) if asks else (Topology(), NOT_ASKED)
         plan, source = build_plan(ctx.config, args, spec, deepspeed, nodes, topo)
-        plan = await _with_usable(ctx, plan, partition)
+        if asks:
+            plan = await _with_usable(ctx, plan, partition)
         report = analyze(plan)
-        return to_result(report, plan, pending, source)
+        return to_result(report, plan, pending, source, topo_note)
 
 
 def read_spec(args: argparse.Namespace) -> tuple[LayoutSpec, bool]:
@@ -109,8 +124,44 @@ def _read_json(path: str) -> Any:
         raise ParseError(path, str(exc)) from None
 
 
-async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[list[NodeAlloc], str | None, bool]:
-    """(nodes, partition, pending) from --job or --nodes. Raises UsageError."""
+NOT_ASKED = ("switch topology and free nodes not asked: every input was given "
+             "(--job, a hostlist, --partition, --switches or --segment asks Slurm)")
+
+
+def with_launch_counts(args: argparse.Namespace, spec: LayoutSpec) -> tuple[argparse.Namespace, LayoutSpec]:
+    """Fill --nodes and --gpus-per-node from the launch script (torchrun --nnodes,
+    --nproc-per-node, NNODES=, srun/#SBATCH) where the command line leaves them out;
+    where both say, the command line wins and the script's number is listed as not used."""
+    from dataclasses import replace
+
+    filled, notes = {}, []
+    for flag, attr, value in (("--nodes", "nodes", spec.nnodes), ("--gpus-per-node", "gpus_per_node", spec.nproc_per_node)):
+        given = getattr(args, attr, None)
+        if value and not given and not getattr(args, "job", None):
+            filled[attr] = str(value) if attr == "nodes" else value
+        elif value and given and str(given) != str(value):
+            notes.append(f"launch script: {value} for {flag} ({flag} {given} of the command line was used)")
+    args = argparse.Namespace(**{**vars(args), **filled})
+    return args, replace(spec, ignored=spec.ignored + tuple(notes)) if notes else spec
+
+
+def slurm_needed(args: argparse.Namespace) -> str | None:
+    """Why the check must ask Slurm, or None when the inputs say everything: a node
+    count with --gpus-per-node (from flags or the launch script) and nothing that
+    names the cluster's own nodes, partitions or switches."""
+    if args.job:
+        return f"job {args.job}"
+    if args.nodes and not args.nodes.isdecimal():
+        return "the nodes' switches"
+    if not args.gpus_per_node:
+        return "GPUs per node"
+    if args.partition or args.switches or args.segment:
+        return "the partition's nodes and switches"
+    return None
+
+
+async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[list[NodeAlloc], str | None, bool, Any]:
+    """(nodes, partition, pending, the job or None) from --job or --nodes. Raises UsageError."""
     if bool(args.job) == bool(args.nodes):
         raise UsageError("give exactly one of --job ID or --nodes HOSTLIST|COUNT")
     if args.job:
@@ -119,18 +170,18 @@ async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[
             raise UsageError(f"job {args.job} not found in the queue")
         if args.gpus_per_node and not job.gpus:
             job = _with_gpn(job, args.gpus_per_node)
-        return from_job(job), args.partition or job.partition, not job.gpus
+        return from_job(job), args.partition or job.partition, not job.gpus, job
     if args.nodes.isdecimal():
         gpn = args.gpus_per_node or await _partition_gpus(ctx, args.partition)
-        return planned_count(int(args.nodes), gpn), args.partition, True
+        return planned_count(int(args.nodes), gpn), args.partition, True, None
     names = expand(args.nodes)
     if args.gpus_per_node:
-        return planned_nodes(names, args.gpus_per_node), args.partition, False
+        return planned_nodes(names, args.gpus_per_node), args.partition, False, None
     known = {n.name: n.gpu_total for n in await ctx.cluster.nodes()}
     missing = [n for n in names if n not in known]
     if missing:
         raise UsageError(f"node {missing[0]} is not known to Slurm (give --gpus-per-node to plan anyway)")
-    return planned_nodes(names, known), args.partition, False
+    return planned_nodes(names, known), args.partition, False, None
 
 
 def _with_gpn(job, gpn: int):
@@ -146,11 +197,11 @@ async def _partition_gpus(ctx: CheckContext, partition: str | None) -> int:
     raise UsageError(f"no GPU nodes in partition {partition or '(any)'}: give --gpus-per-node")
 
 
-async def _topology(ctx: CheckContext) -> Topology:
+async def _topology(ctx: CheckContext) -> tuple[Topology, str | None]:
     try:
-        return await ctx.cluster.topology()
-    except BackendError:
-        return Topology()  # the rules that need switches then stay silent
+        return await ctx.cluster.topology(), None
+    except BackendError as exc:  # the rules that need switches then stay silent, and say so
+        return Topology(), f"switch topology not read ({exc}): the switch rules were not run"
 
 
 def build_plan(config: Mapping[str, Any], args, spec: LayoutSpec, deepspeed: bool, nodes,
@@ -194,12 +245,15 @@ async def _with_usable(ctx: CheckContext, plan: Plan, partition: str | None) -> 
     return replace(plan, usable=usable)
 
 
-def to_result(report: Report, plan: Plan, pending: bool, source: DomainSource | None = None) -> CheckResult:
+def to_result(report: Report, plan: Plan, pending: bool, source: DomainSource | None = None,
+              topo_note: str | None = None) -> CheckResult:
     """The CheckResult: the rules' findings, then where the NVLink domains came from
-    (with a WARN when a topo -m covers less than the plan) and the inputs not used."""
+    (with a WARN when a topo -m covers less than the plan), whether the switch topology
+    was read, and the inputs not used."""
     per_node = max((len(n.gpus) for n in plan.nodes), default=0)
     stated = coverage_findings(source, per_node) if source is not None else []
-    findings = list(report.findings) + stated + ignored_findings(plan.spec.ignored)
+    switches = [Finding(Severity.OK, topo_note, "switch-topology")] if topo_note else []
+    findings = list(report.findings) + stated + switches + ignored_findings(plan.spec.ignored)
     sev = worst(findings)
     s = report.sizes
     head = f"{s.label()} on {s.world} GPUs" if s else f"{sum(len(n.gpus) for n in plan.nodes)} GPUs"

@@ -16,7 +16,7 @@ from cockpit.plugins.api import collapse
 from .alloc import Fabric, NodeAlloc
 from .layout import Layout, Sizes, build_layout
 from .memory import GIB, estimate
-from .spec import DEFAULT_ORDER, TP_PP_DP_ORDER, LayoutSpec, normalise_order
+from .spec import DEFAULT_ORDER, TP_PP_DP_ORDER, LayoutSpec, expert_tp, normalise_order
 
 
 @dataclass(frozen=True)
@@ -118,13 +118,14 @@ def split_candidates(
 ) -> list[Sizes]:
     """TP/PP/DP splits of ``world`` that pass every divisibility rule, best first.
 
-    TP divides the NVLink domain (and TP x EP fits in it), heads and query
+    TP and expert TP divide the NVLink domain, heads and query
     groups divide by TP, layers by PP, batch numbers divide, memory fits when
     the model size is known. Ordered by distance from what was asked.
     """
     out = []
     for tp in divisors(domain):
-        if ep > 1 and domain % (tp * ep):
+        etp = expert_tp(spec, tp)
+        if domain % etp:
             continue
         if spec.heads and spec.heads % tp or spec.query_groups and spec.query_groups % tp:
             continue
@@ -134,16 +135,16 @@ def split_candidates(
             if spec.layers and spec.layers % pp:
                 continue
             dp = world // (tp * pp * cp)
-            if world % (tp * ep * pp):
+            if world % (etp * ep * pp):
                 continue
             if spec.global_batch and spec.micro_batch and spec.global_batch % (spec.micro_batch * dp):
                 continue
             if spec.zero_stage is not None and spec.zero_stage >= 2 and spec.pipeline_engine and pp > 1:
                 continue
-            mem = estimate(spec, tp, pp, dp, cp, ep)
+            mem = estimate(spec, tp, pp, dp, cp, ep, etp)
             if mem is not None and mem.total > gpu_mem_gib * GIB:
                 continue
-            out.append(Sizes(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=tp))
+            out.append(Sizes(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, etp=etp))
 
     def distance(s: Sizes) -> float:
         return abs(math.log2(s.tp / want.tp)) + abs(math.log2(s.pp / want.pp))

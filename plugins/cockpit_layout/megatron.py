@@ -19,6 +19,7 @@ from typing import Any
 
 from cockpit.plugins.api import UsageError
 
+from .launch import launch_facts, launch_flag, launcher_of, sbatch_lines
 from .spec import LayoutSpec, TP_PP_DP_ORDER, _positive
 
 # Megatron flag -> (field, converter). Converters raise ValueError on junk.
@@ -102,6 +103,12 @@ def _split(text: str, source: str) -> tuple[list[list[str]], list[str]]:
 def tokens(text: str, source: str) -> tuple[list[str], list[str]]:
     """(tokens, notes) of an argument line or script: continuations joined, comments
     dropped, assignments substituted. Raises UsageError when nothing splits."""
+    toks, notes, _env = tokens_env(text, source)
+    return toks, notes
+
+
+def tokens_env(text: str, source: str) -> tuple[list[str], list[str], dict[str, str]]:
+    """``tokens`` and the ``NAME=value`` assignments seen (substituted)."""
     env: dict[str, str] = {}
     out: list[str] = []
     groups, notes = _split(text, source)
@@ -116,7 +123,7 @@ def tokens(text: str, source: str) -> tuple[list[str], list[str]]:
             tok = _subst(tok, env)
             # an array item quoted with its value ("--fp8-format hybrid") is two tokens
             out.extend(tok.split() if tok.startswith("--") and " " in tok else [tok])
-    return out, notes
+    return out, notes, env
 
 
 def _value(tokens_: list[str], i: int, flag: str, source: str) -> tuple[str | None, int]:
@@ -125,13 +132,22 @@ def _value(tokens_: list[str], i: int, flag: str, source: str) -> tuple[str | No
     raise UsageError(f"{flag} in {source} has no value")
 
 
-def parse_tokens(toks: list[str], source: str) -> LayoutSpec:
-    """Read the layout-relevant flags; every other flag is listed as ignored."""
+def parse_tokens(toks: list[str], source: str, env: dict[str, str] | None = None) -> LayoutSpec:
+    """Read the layout-relevant flags and the launch's own (launch.py: torchrun, srun,
+    NNODES=/NPROC_PER_NODE= in ``env``); every other flag is listed as ignored."""
     values: dict[str, Any] = {}
     ignored: list[str] = []
+    launch: dict[str, str] = {}
     i = 0
     while i < len(toks):
         tok = toks[i]
+        found = launch_flag(toks, i) if tok.startswith("-") else None
+        if found is not None:
+            kind, raw, i = found
+            if raw is not None:
+                launch[kind] = raw
+            i += 1
+            continue
         if not tok.startswith("--"):
             i += 1
             continue
@@ -173,7 +189,9 @@ def parse_tokens(toks: list[str], source: str) -> LayoutSpec:
         # Megatron-FSDP shards like ZeRO by its strategy (default optim_grads_params)
         values["zero_stage"] = FSDP_STAGE[values.pop("_fsdp_strategy", "optim_grads_params")]
     values.pop("_fsdp_strategy", None)
-    return LayoutSpec(**values, ignored=tuple(dict.fromkeys(ignored)))
+    counts, notes = launch_facts(launch, env or {}, source)
+    values.update(counts)
+    return LayoutSpec(**values, ignored=tuple(dict.fromkeys(ignored + notes)))
 
 
 def parse_megatron_args(line: str, source: str = "--megatron-args") -> LayoutSpec:
@@ -181,16 +199,23 @@ def parse_megatron_args(line: str, source: str = "--megatron-args") -> LayoutSpe
 
     Accepts ``--flag value`` and ``--flag=value`` in dash or underscore spelling;
     other flags are listed as ignored. Raises UsageError on a bad number or quoting."""
-    toks, notes = tokens(line, source)
-    spec = parse_tokens(toks, source)
-    return spec if not notes else LayoutSpec(**{**_fields(spec), "ignored": spec.ignored + tuple(notes)})
+    return _parse(line, source)
 
 
 def parse_megatron_script(text: str, source: str = "--megatron-script") -> LayoutSpec:
-    """Read a Megatron launch script (see the module docstring). Raises UsageError."""
-    toks, notes = tokens(text, source)
-    spec = parse_tokens(toks, source)
-    return spec if not notes else LayoutSpec(**{**_fields(spec), "ignored": spec.ignored + tuple(notes)})
+    """Read a Megatron launch script (see the module docstring), its ``#SBATCH`` lines
+    first. Raises UsageError."""
+    sbatch = sbatch_lines(text)
+    return _parse(sbatch + "\n" + text if sbatch else text, source)
+
+
+def _parse(text: str, source: str) -> LayoutSpec:
+    toks, notes, env = tokens_env(text, source)
+    spec = parse_tokens(toks, source, env)
+    extra = {"launcher": launcher_of(text)} if launcher_of(text) else {}
+    if notes or extra:
+        spec = LayoutSpec(**{**_fields(spec), **extra, "ignored": spec.ignored + tuple(notes)})
+    return spec
 
 
 def _fields(spec: LayoutSpec) -> dict[str, Any]:

@@ -3,10 +3,11 @@
 Pure. ``analyze(plan)`` is the whole check without I/O.
 Rules (REFERENCE.md sections 6 and 7; ids appear in JSON as ``rule``):
 
-CRIT world-size, tp-fits-node, tp-within-nvlink, ep-tp-within-nvlink,
+CRIT world-size, tp-fits-node, tp-within-nvlink (TP groups across nodes),
      deepspeed-batch, megatron-batch, zero-with-pp, layers-divisible-by-pp,
      heads-divisible-by-tp, experts-divisible-by-ep
-WARN pp-neighbours-leaf, dp-leaf-spread, one-switch, gpu-memory
+WARN tp-within-nvlink (over PCIe inside a node), ep-tp-within-nvlink, pp-neighbours-leaf,
+     dp-leaf-spread, one-switch, gpu-memory
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .alloc import Fabric, NodeAlloc, gpu_count
 from .fixes import best_candidate, one_leaf_nodes, placement_candidates, split_candidates, switch_option
 from .layout import Group, Layout, Sizes, build_layout
 from .memory import GIB, MemoryEstimate, estimate
-from .spec import LayoutSpec, normalise_order, with_defaults
+from .spec import LayoutSpec, expert_tp, normalise_order, with_defaults
 
 CRIT, WARN = Severity.CRIT, Severity.WARN
 
@@ -100,7 +101,7 @@ def _split_fix(plan: Plan, spec: LayoutSpec, world: int, domain: int, want: Size
 
 def resolve_sizes(spec: LayoutSpec, world: int, domain: int, plan: Plan, out: list[Finding]) -> Sizes | None:
     tp, pp, cp, ep = spec.tp, spec.pp, spec.cp, spec.ep
-    etp = spec.etp or tp
+    etp = expert_tp(spec, tp)
     model = tp * pp * cp
     want = Sizes(tp=tp, pp=pp, dp=spec.dp or 1, cp=cp, ep=ep, etp=etp)
     if spec.dp is not None and model * spec.dp != world:
@@ -129,12 +130,18 @@ def model_rules(spec: LayoutSpec, s: Sizes, domain: int, plan: Plan) -> list[Fin
     out = []
     world = s.world
     fix = lambda: _split_fix(plan, spec, world, domain, s)  # noqa: E731
-    width = s.tp * s.ep if s.ep > 1 else s.tp
-    what = f"TP {s.tp} x EP {s.ep} = {width}" if s.ep > 1 else f"TP {s.tp}"
-    if domain % width:
-        out.append(Finding(CRIT, f"{domain} GPUs per NVLink domain are not divisible by {what}",
-                           "tp-fits-node", detail="TP (x EP for MoE) must fit inside one NVLink domain",
-                           evidence=tuple(f"{n.name}: {len(n.gpus)} GPUs" for n in plan.nodes[:4]), fix=fix()))
+    # A TP group split over two nodes runs its per-layer all-reduces over the network:
+    # CRIT. Inside a node (or an NVL72 block) but across NVLink domains it runs over
+    # PCIe: slower, not broken (placement_rules says WARN). Expert groups (expert TP x EP)
+    # may span nodes: their all-to-all crossing the network is how large EP runs.
+    unit = max(domain, min(len(n.gpus) for n in plan.nodes))
+    where = "NVLink block" if plan.fabric.nvlink_spans_block else "node"
+    for size, what in ((s.tp, f"TP {s.tp}"), (s.etp, f"expert TP {s.etp}")):
+        if unit % size:
+            out.append(Finding(CRIT, f"{unit} GPUs per {where} are not divisible by {what}", "tp-fits-node",
+                               detail=f"a TP group must fit inside one {where}",
+                               evidence=tuple(f"{n.name}: {len(n.gpus)} GPUs" for n in plan.nodes[:4]), fix=fix()))
+            break
     if spec.layers and spec.layers % s.pp:
         ok = [p for p in range(1, spec.layers + 1) if spec.layers % p == 0 and world % (p * s.tp * s.cp) == 0]
         out.append(Finding(CRIT, f"{spec.layers} layers are not divisible by PP {s.pp}",
@@ -207,14 +214,13 @@ def placement_rules(layout: Layout, plan: Plan, spec: LayoutSpec, report: Report
     if improves:
         report.preview, report.preview_changes = best.layout, best.changes
     fix_text = "; ".join(best.changes) if improves else None
-    bad_tp = [g for g in layout.groups["tp"] if g.level != "nvlink"]
-    bad_ep = [g for g in layout.groups["ep_tp"] if g.level != "nvlink"] if layout.sizes.ep > 1 else []
-    for rule, bad, name in (("tp-within-nvlink", bad_tp, "TP"), ("ep-tp-within-nvlink", bad_ep, "EP x TP")):
+    kinds = (("tp-within-nvlink", "tp", "TP"), ("ep-tp-within-nvlink", "ep_tp", "EP x TP"))
+    for rule, kind, name in kinds if layout.sizes.ep > 1 else kinds[:1]:
+        bad = [g for g in layout.groups[kind] if g.level != "nvlink"]
         if bad:
             ok_fix = fix_text if improves and best.layout.cost()[0] == 0 else None
-            out.append(Finding(CRIT, f"{len(bad)} {name} groups leave their NVLink domain", rule,
-                               evidence=tuple(f"{name} group {g.index} ranks {g.ranks[0]}-{g.ranks[-1]}: {_where(layout, g)}" for g in bad[:4]),
-                               fix=ok_fix or _split_fix(plan, spec, layout.sizes.world, domain_size(plan), layout.sizes)))
+            out.append(_off_nvlink(bad, rule, name, layout,
+                                   ok_fix or _split_fix(plan, spec, layout.sizes.world, domain_size(plan), layout.sizes)))
     pairs = layout.pp_neighbour_pairs()
     if pairs and best.layout.cost()[:2] < cur[:2] and best.changes:
         left = len(best.layout.pp_neighbour_pairs())
@@ -225,6 +231,22 @@ def placement_rules(layout: Layout, plan: Plan, spec: LayoutSpec, report: Report
     out += dp_rule(layout, cands, cur)
     out += one_switch_rule(layout, plan)
     return out
+
+
+def _off_nvlink(bad: list[Group], rule: str, name: str, layout: Layout, fix: str | None) -> Finding:
+    """Groups off NVLink. A TP group across nodes is CRIT (its all-reduces go over the
+    network); inside a node over PCIe it is WARN: it works, only slower. An expert group
+    across nodes is WARN too: its all-to-all over the network is how EP beyond a node runs
+    (docs/verdicts.md)."""
+    across = [g for g in bad if g.level != "node"]
+    shown = across or bad
+    evidence = tuple(f"{name} group {g.index} ranks {g.ranks[0]}-{g.ranks[-1]}: {_where(layout, g)}" for g in shown[:4])
+    if across:
+        sev = CRIT if name == "TP" else WARN
+        return Finding(sev, f"{len(across)} {name} groups span nodes (their collectives cross the network)", rule,
+                       detail=f"{len(bad)} group(s) leave their NVLink domain", evidence=evidence, fix=fix)
+    return Finding(WARN, f"{len(bad)} {name} groups run over PCIe inside their node (no NVLink between their GPUs)",
+                   rule, detail="it works, only slower: their collectives go over PCIe", evidence=evidence, fix=fix)
 
 
 def dp_rule(layout: Layout, cands: Sequence, cur: tuple[int, int, int]) -> list[Finding]:
@@ -284,7 +306,7 @@ def memory_rule(mem: MemoryEstimate | None, spec: LayoutSpec, s: Sizes, plan: Pl
 
 def attach_split_preview(report: Report, plan: Plan, spec: LayoutSpec, world: int, domain: int, order) -> None:
     """Preview the first split that passes every rule, laid out block-wise."""
-    want = Sizes(tp=spec.tp, pp=spec.pp, dp=spec.dp or 1, cp=spec.cp, ep=spec.ep, etp=spec.etp or spec.tp)
+    want = Sizes(tp=spec.tp, pp=spec.pp, dp=spec.dp or 1, cp=spec.cp, ep=spec.ep, etp=expert_tp(spec, spec.tp))
     for s in split_candidates(world, domain, spec, spec.cp, spec.ep, plan.gpu_memory_gib, want)[:1]:
         try:
             report.preview = build_layout(plan.nodes, s, order, "block", plan.fabric)

@@ -73,14 +73,15 @@ def test_an_excerpt_whose_first_row_names_every_peer_covers_them_all():
 def test_a_pcie_only_box_is_said_to_have_no_nvlink_and_short_coverage_warns():
     res, d = check(["--nodes", "node01", "--tp", "8",
                     "--topo-m", str(TOPO / "pytorch-issue47885-6-gpu-pcie-only-pix-node-sys-EXCERPT.txt")])
-    # 6 GPUs (PIX/NODE/SYS only) against 8 per node: TP 8 cannot stay inside one NVLink domain
-    assert ("topo-coverage", "WARN") in rules(d) and ("tp-within-nvlink", "CRIT") in rules(d)
+    # 6 GPUs (PIX/NODE/SYS only) against 8 per node: TP 8 runs over PCIe inside the node,
+    # which works, only slower: WARN, not CRIT (docs/verdicts.md)
+    assert ("topo-coverage", "WARN") in rules(d) and ("tp-within-nvlink", "WARN") in rules(d)
     statement = next(f for f in d["findings"] if f["rule"] == "nvlink-domains")
     assert statement["title"] == ("NVLink domains from topo -m: 6 GPU(s) in 6 domain(s), "
                                   "no NVLink (PCIe only): every GPU is its own domain")
     cov = next(f for f in d["findings"] if f["rule"] == "topo-coverage")
     assert cov["title"].startswith("topo -m covers 6 GPU(s) but a node of the plan uses 8: 2 GPU(s)")
-    assert res.severity == Severity.CRIT
+    assert res.severity == Severity.WARN
 
 
 def test_rows_cut_where_an_unknown_link_could_join_domains_warn():
@@ -206,7 +207,7 @@ def test_ms_swift_check_end_to_end():
     _, d = check(["--nodes", "node[01-02]", "--megatron-script",
                   str(CFG / "ms-swift-qwen3-moe-megatron-sft-pp2-ep8-underscores.sh")])
     assert d["summary"].startswith("TP=1 PP=2 DP=8 EP=8 on 16 GPUs: layout OK")
-    assert len(d["data"]["ignored"]) == 26
+    assert len(d["data"]["ignored"]) == 27  # 26 flags and NNODES=$WORLD_SIZE (an unset variable)
 
 
 def test_deepspeed_batch_rule_names_the_real_dp():

@@ -167,7 +167,9 @@ async def test_check_on_a_running_job_with_megatron_args():
     res = await plugin.checks[0].run(ctx, args)
     assert res.severity == Severity.WARN and res.exit_code == 1
     d = res.to_dict()
-    assert {f["rule"] for f in d["findings"]} == {"pp-neighbours-leaf", "one-switch", "nvlink-domains"}
+    assert {f["rule"] for f in d["findings"]} == {"pp-neighbours-leaf", "one-switch", "nvlink-domains", "inputs-ignored"}
+    # the test context has no Slurm host to read the job's batch script on: said, not guessed
+    assert d["data"]["ignored"][0].startswith("job 42's batch script not read")
     # no topo -m and no nvlink_domain_size: the verdict says the domains were assumed
     assert d["data"]["nvlink_domains"] == {"source": "assumed", "gpus_per_node": 8}
     assert d["summary"].endswith("NVLink domains assumed: one per node of 8 GPUs (no --topo-m, no nvlink_domain_size)")
