@@ -84,3 +84,85 @@ async def test_x_shows_each_step_before_its_dialog_and_the_result_after_the_last
         text = screen_text(app)
         assert "Result:" in text and "drain-straggler: done" in text and "requeue: done" in text
         assert "dump: declined" in text and "action-f" not in text
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_colon_names_match_the_palette_and_open_their_screens(tmp_path, size):
+    from cockpit.tui.commands import COLON_COMMANDS, cockpit_commands
+    from cockpit.tui.screens.history import HistoryScreen
+    from cockpit.tui.screens.reservations import ReservationsScreen
+    from cockpit.tui.screens.utilization import UtilizationScreen
+
+    app, _backend = demo(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        helps = " ".join(c.help for c in cockpit_commands(app))
+        assert all(f"(:{c.name})" in helps for c in COLON_COMMANDS if c.title)  # the palette says each : name
+        for word, screen in (("history", HistoryScreen), ("utilization", UtilizationScreen),
+                             ("reservations", ReservationsScreen)):
+            await pilot.press("colon", *word, "enter")
+            await wait_screen(pilot, app, screen)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is app.main, "back on the main screen")
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_tab_completes_commands_job_ids_and_nodes(tmp_path, size):
+    from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
+
+    app, backend = demo(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        line = app.main.query_one("#command")
+        await pilot.press("colon", *"util", "tab")
+        assert line.value == "utilization "
+        await pilot.press("escape")
+        await pilot.press("colon", *"re", "tab")  # several: listed under the line
+        await wait_for_text(pilot, "refresh  reservations")
+        await pilot.press("escape")
+        job = str(backend.hung_job_id)
+        others = [str(j.job_id) for j in app.snapshot.jobs if str(j.job_id) != job]
+        short = next(job[:n] for n in range(1, len(job) + 1) if not any(o.startswith(job[:n]) for o in others))
+        await pilot.press("colon", *f"job {short}", "tab")
+        assert line.value == f"job {job}"
+        await pilot.press("enter")
+        assert (await wait_screen(pilot, app, JobDetailScreen)).key == backend.hung_job_id
+        await pilot.press("escape")
+        node = backend.straggler_node
+        names = [n.name for n in app.snapshot.nodes if n.name != node]
+        short = next(node[:n] for n in range(1, len(node) + 1) if not any(o.startswith(node[:n]) for o in names))
+        await pilot.press("colon", *f"node {short}", "tab")
+        assert line.value == f"node {node}"
+        await pilot.press("enter")
+        assert (await wait_screen(pilot, app, NodeDetailScreen)).key == node
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_colon_q_and_ctrl_c_ask_as_q_does(tmp_path, size):
+    from cockpit.tui.screens.help import QuitScreen
+
+    app, _backend = demo(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        await pilot.press("colon", "q", "enter")
+        await wait_screen(pilot, app, QuitScreen)
+        assert app.is_running
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is app.main, "back on the main screen")
+        await pilot.press("ctrl+c")
+        await wait_screen(pilot, app, QuitScreen)
+        assert "ctrl+q" not in screen_text(app) and app.is_running
+        await pilot.press("ctrl+c")  # a second one quits
+        await wait_until(pilot, lambda: not app.is_running, "cockpit to quit")
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_question_mark_works_on_the_runbook_screen(tmp_path, size):
+    from cockpit.tui.screens.help import KeysScreen
+
+    app, backend = demo(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await hung_job_runbook(pilot, app, backend)
+        await pilot.press("question_mark")
+        keys = await wait_screen(pilot, app, KeysScreen)
+        assert any("Do proposed actions" in what for _key, what in keys.rows)
