@@ -210,7 +210,9 @@ class ActionFlows:
             why = probes.why_not if probes is not None else f"{self.app.backend_name} has no nodes to ask"
             self.app.notify(f"no processes to list: {why}", severity="warning")
             return
-        self.app.push_screen(JobProcsScreen(job, self.processes))
+        hint = self.app.hints.get(job.job_id, {})  # what a runbook found: the straggler, highlighted
+        straggler = (str(hint.get("straggler_node", "")), str(hint.get("straggler_rank", "")))
+        self.app.push_screen(JobProcsScreen(job, self.processes, straggler))
 
     async def processes(self, job: Job) -> tuple[dict[str, list], dict[str, str]]:
         """({node: processes}, {node: error}) through the probe runner."""

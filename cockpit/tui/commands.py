@@ -79,6 +79,28 @@ def _accounting(name: str) -> Callable[[Any, str], Any]:
     return run
 
 
+VALIDATION = "node-validate"  # the runbook a drained node passes before the resume is offered
+
+
+def _validate(app: Any, arg: str) -> None:
+    """Validate a drained node (the selection, or NAME): its health runbook, then the
+    resume, confirmed, only if every finding is OK (NVSentinel #1427, soperator #1317)."""
+    from cockpit.tui.selection import current_targets
+
+    kind, targets = current_targets(app)
+    node = arg or (targets[0] if kind == "node" and targets else "")
+    snap = app.snapshot
+    known = next((n for n in snap.nodes if n.name == node), None) if snap is not None else None
+    if not node or known is None:
+        app.notify(f"validate: name a node (:validate NAME) or select one{f'; no node {node!r}' if node else ''}",
+                   severity="warning")
+        return
+    if not known.is_unavailable:
+        app.notify(f"{node} is {known.display_state}, not drained or down: nothing to resume", severity="warning")
+        return
+    app.openers.runbook(VALIDATION, "node", node, mode="validate")
+
+
 def _app(action: str) -> Callable[[Any, str], Any]:
     return lambda app, _arg: getattr(app, action)()
 
@@ -111,6 +133,8 @@ COLON_COMMANDS: tuple[ColonCommand, ...] = (
                  "Job: follow output"),
     ColonCommand(("describe", "show"), _app("action_describe"), "scontrol show job/node of the selection, as text (d)",
                  "Describe: what Slurm says (d)"),
+    ColonCommand(("validate", "burnin"), _validate, "Validate a drained node (health runbook); the resume is "
+                 "offered, confirmed, only if all is OK: :validate NODE", "Node: validate, then resume", arg="node"),
     ColonCommand(("act", "action"), _app("action_act"), "Act on the marked rows or the cursor row (a)"),
     ColonCommand(("keys", "help", "?"), _app("action_show_keys"), "Show every key and what it does (?)",
                  "Keys: every key (?)"),

@@ -79,7 +79,7 @@ def result_text(book: Any, outcomes: dict[str, StepOutcome], mode: str) -> Text:
     acts = [(s, outcomes[s.id]) for s in book.steps if s.action and s.id in outcomes
             and outcomes[s.id].status not in ("skipped", "n/a")]
     if not acts:
-        return text.append("  no action to take")
+        return text if mode == "validate" else text.append("  no action to take")
     for step, o in acts:
         label = STATUS_LABEL.get(o.status, o.status)
         what = " ".join(o.argv[0][1:3]) if o.argv else step.action
@@ -177,6 +177,7 @@ class RunbookScreen(Screen):
         """The run ended; its final facts."""
 
     def __init__(self, book: Any, rc: Any, mode: str = "propose") -> None:
+        """``mode``: propose, act, or validate (a node's probes, then the resume offered if all OK)."""
         super().__init__()
         self.book, self.rc, self.mode = book, rc, mode
         self.outcomes: dict[str, StepOutcome] = {}
@@ -184,6 +185,7 @@ class RunbookScreen(Screen):
         self._lines: list[str] = []
         self.finished = False  # the run has ended (steps a jump or a condition passes over get no outcome)
         self.current = ""  # the id of the step running now (shown, highlighted, before its action asks)
+        self.asking = ""  # what the dialog in front asks for, when no step does (a validation's resume)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -238,7 +240,7 @@ class RunbookScreen(Screen):
         """For the confirmation dialog: which runbook step this action is (the gate's
         confirmation shows it, so the step is named even where the dialog covers the list)."""
         if not self.current:
-            return ""
+            return self.asking
         ids = [s.id for s in self.book.steps]
         step = self.book.steps[ids.index(self.current)]
         return f"runbook {self.book.name}, step {ids.index(self.current) + 1} of {len(ids)}: {step.title}"
@@ -258,13 +260,41 @@ class RunbookScreen(Screen):
             self.call_after_refresh(self._show_findings)  # the overview's lines are cut to the pane's width
 
     async def _run(self) -> None:
-        await run_runbook(self.book, self.rc, self.mode, on_step=self._step_done, on_start=self._step_start)
-        self.finished, self.current = True, ""
+        engine_mode = "propose" if self.mode == "validate" else self.mode  # a validation acts on nothing itself
+        await run_runbook(self.book, self.rc, engine_mode, on_step=self._step_done, on_start=self._step_start)
+        self.current = ""
         self._show_steps()
         result = self.query_one("#rb-result", Static)
-        result.update(result_text(self.book, self.outcomes, self.mode))
+        text = result_text(self.book, self.outcomes, self.mode)
+        result.update(text)
         result.add_class("-shown")
+        if self.mode == "validate":
+            result.update(text + await self._offer_resume())
+        self.finished = True
         self.post_message(self.Finished(self.book.name, self.rc.job_id, self.rc.node, dict(self.rc.facts)))
+
+    async def _offer_resume(self) -> Text:
+        """After a validation: the resume, through the gate (its one confirmation dialog,
+        audited with the verdict), only when every finding is OK. A failed step or an
+        input not read is UNKNOWN: the resume is then not offered."""
+        from cockpit.plugins.api import CockpitError, Declined, verdict
+
+        sev = verdict([f for o in self.outcomes.values() for f in o.findings]).name
+        if sev != "OK":
+            return Text(f"\n resume not offered: the validation is {sev}, not OK", style="bold red")
+        self.asking = f"validation {self.book.name} passed (OK) on node {self.rc.node}: resume it?"
+        try:
+            plan = self.rc.ctx.actions.plan("resume", [self.rc.node])
+            outcome = await self.rc.ctx.actions.execute(plan, note=f"validated: runbook {self.book.name} OK")
+        except Declined:
+            return Text("\n resume declined: the node stays drained", style="yellow")
+        except CockpitError as exc:  # read-only refusal, the audit log, the gate's own errors
+            return Text(f"\n resume not done: {sanitize(str(exc))}", style="bold red")
+        finally:
+            self.asking = ""
+        if outcome.ok:
+            return Text(f"\n resumed {self.rc.node} (audited)", style="bold green")
+        return Text(f"\n resume failed: {sanitize('; '.join(r.detail for r in outcome.failed))}", style="bold red")
 
     def copy_text(self) -> tuple[str, str] | None:
         """What ``y`` copies here: the proposed commands, one a line."""
@@ -281,6 +311,9 @@ class RunbookScreen(Screen):
             return
         if self.mode == "act":
             self.notify("this run already does its actions (each one asked for confirmation)")
+            return
+        if self.mode == "validate":
+            self.notify("a validation acts on nothing: the resume is offered at its end, only if all is OK")
             return
         # A fresh context (the same inputs, no facts or findings of this run) for the acting run.
         rc = replace(self.rc, job=None, facts={}, findings=[], events=None)

@@ -11,6 +11,7 @@ from cockpit.backends.demo import DemoBackend
 from cockpit.config import Config, General
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.screens.actions import ConfirmAction
+from cockpit.tui.screens.detail import JobDetailScreen
 from tuiwait import screen_text, wait_for_text, wait_until
 
 from .test_actions_tui import wait_screen
@@ -84,6 +85,16 @@ async def test_x_shows_each_step_before_its_dialog_and_the_result_after_the_last
         text = screen_text(app)
         assert "Result:" in text and "drain-straggler: done" in text and "requeue: done" in text
         assert "dump: declined" in text and "action-f" not in text
+
+        # the requeued job, pending again, no longer shows the Pulse's old suspect evidence
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main, "back on the main screen")
+        await wait_until(pilot, lambda: app.snapshot.job(job.job_id).state == "PENDING", "the job pending again")
+        await pilot.press("colon", *f"job {job.job_id}", "enter")
+        detail = await wait_screen(pilot, app, JobDetailScreen)
+        await wait_until(pilot, lambda: "PENDING" in str(detail.query_one("#detail-title").render()).upper(),
+                         "the detail of the pending job")
+        assert "output silent" not in screen_text(app) and "suspect" not in screen_text(app)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -166,3 +177,69 @@ async def test_question_mark_works_on_the_runbook_screen(tmp_path, size):
         await pilot.press("question_mark")
         keys = await wait_screen(pilot, app, KeysScreen)
         assert any("Do proposed actions" in what for _key, what in keys.rows)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_P_one_line_per_process_header_fixed_filter_and_the_straggler_highlighted(tmp_path, size):
+    from textual.widgets import DataTable
+
+    from cockpit.tui.screens.jobprocs import STRAGGLER, JobProcsScreen
+
+    app, backend = demo(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await hung_job_runbook(pilot, app, backend)  # it names the straggler rank
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main, "back on the Pulse")
+        await pilot.press("P")
+        screen = await wait_screen(pilot, app, JobProcsScreen)
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count > 1, "the processes")
+        count = sum(len(p) for p in screen.procs.values())
+        assert table.row_count == count  # one row per process, none wrapped
+        assert all(h == 1 for h in (table.rows[k].height for k in table.rows))
+        table.move_cursor(row=table.row_count - 1)  # scrolled to the end: the header stays
+        await pilot.pause()
+        assert table.show_header and "command" in screen_text(app)
+        rank = str(backend.straggler_rank)
+        await pilot.press("slash", *f"{backend.straggler_node} ", *rank)
+        await wait_until(pilot, lambda: table.row_count < count, "the filter applied")
+        straggler = [table.get_row(k) for k in table.rows if table.get_row(k)[3].plain == rank]
+        assert straggler and straggler[0][0].plain == backend.straggler_node
+        assert str(straggler[0][0].style) == STRAGGLER  # highlighted
+        assert table.get_row_at(table.cursor_row)[3].plain == rank  # the cursor on it
+        assert f"straggler rank {rank} on {backend.straggler_node} highlighted" in screen_text(app)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_validate_offers_the_resume_only_when_the_node_passes(tmp_path, size):
+    """NVSentinel #1427, soperator #1317: a drained node's health runbook, then the resume
+    (the one confirmation, audited with the verdict); a node that fails is never offered it."""
+    from cockpit.core.actions import Params, build_plan
+    from cockpit.core.audit import read_audit
+    from cockpit_runbooks.screen import RunbookScreen
+
+    app, backend = demo(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        healthy = backend.straggler_node  # its GPUs, links and kernel log are clean in the demo
+        await app.gate().execute(build_plan("drain", [healthy], Params(reason="test: drained to validate")),
+                                 confirmed=True)
+        app.action_refresh_now()
+        await wait_until(pilot, lambda: app.snapshot.node(healthy).is_unavailable, "the drain seen")
+
+        await pilot.press("colon", *f"validate {backend.xid_node}", "enter")  # Xid 79: fails
+        book = await wait_screen(pilot, app, RunbookScreen)
+        await wait_until(pilot, lambda: book.finished, "the failed validation to end", timeout=60)
+        assert not isinstance(app.screen, ConfirmAction)
+        await wait_for_text(pilot, "resume not offered: the validation is CRIT")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main, "back on the main screen")
+
+        await pilot.press("colon", *f"validate {healthy}", "enter")
+        resume = await next_confirm(pilot, app)
+        assert resume.plan.spec.name == "resume" and resume.plan.targets == (healthy,)
+        assert resume.origin == f"validation node-validate passed (OK) on node {healthy}: resume it?"
+        await pilot.press("y")
+        await wait_for_text(pilot, f"resumed {healthy} (audited)")
+    done = [r for r in read_audit(tmp_path / "audit.jsonl") if r.get("action") == "resume"]
+    assert done and done[-1]["target"] == healthy and done[-1].get("note") == "validated: runbook node-validate OK"
