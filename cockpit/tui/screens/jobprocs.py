@@ -119,9 +119,9 @@ class JobProcsScreen(Screen):
         width = max(NARROWEST_COMMAND, (self.size.width or 80) - 60)  # the other columns take ~60 cells
         hit_row = None
         for i, (key, cells, hit) in enumerate(rows := self.rows()):
-            style = STRAGGLER if hit else ""
-            shown = [Text(c, style=style) for c in cells[:-1]] + [Text(c[:width - 1] + "…" if len(c) > width else c,
-                                                                        style=style)]
+            style, cmd = STRAGGLER if hit else "", cells[-1]
+            cmd = cmd[:width - 1] + "…" if len(cmd) > width else cmd  # one line: the cut says so
+            shown = [Text(c, style=style) for c in cells[:-1]] + [Text(cmd, style=style)]
             shown[4].stylize(STATE_STYLE.get(cells[4][:1], "") if not hit else "")
             table.add_row(*shown, key=key)
             hit_row = i if hit and hit_row is None else hit_row
@@ -131,10 +131,11 @@ class JobProcsScreen(Screen):
         failed = f", {len(self.errors)} node(s) failed" if self.errors else ""
         shown_n = f", {len(rows)} shown (/{self.query_text})" if self.query_text else ""
         node, rank = self.straggler
-        strag = f"; straggler rank {clean(rank, 12)} on {clean(node, 30)} highlighted" if hit_row is not None else ""
+        # the straggler first: at 80 columns the end of the line is cut
+        strag = f" straggler rank {clean(rank, 12)} on {clean(node, 30)} highlighted;" if hit_row is not None else ""
         self.query_one("#procs-title", Static).update(
-            Text(f" job {self.job.display_id}: {count} process(es) on {len(self.job.nodes)} node(s){failed}"
-                 f"{shown_n}{strag}"))
+            Text(f" job {self.job.display_id}:{strag} {count} process(es) on {len(self.job.nodes)} node(s){failed}"
+                 f"{shown_n}", no_wrap=True, overflow="ellipsis"))
 
     def action_filter(self) -> None:
         line = self.query_one("#procs-filter", Input)
