@@ -32,6 +32,7 @@ class JobProcess:
     elapsed_s: int | None = None
     command: str = ""
     gpu_index: int | None = None
+    rank: str = ""  # Slurm's global task id of an srun step's task: the rank that a runbook names
 
 
 def parse_listpids(text: str) -> list[tuple[int, str]]:
@@ -41,6 +42,17 @@ def parse_listpids(text: str) -> list[tuple[int, str]]:
         parts = line.split()
         if len(parts) >= 3 and parts[0].isdecimal():
             out.append((int(parts[0]), parts[2]))
+    return out
+
+
+def parse_ranks(text: str) -> dict[int, str]:
+    """pid -> GLOBALID of the tasks of srun steps in ``scontrol listpids`` output. The
+    batch script shows GLOBALID 0 too (seen on 22.05), so batch and extern steps get none."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[0].isdecimal() and parts[2] not in ("batch", "extern") and parts[4].isdecimal():
+            out[int(parts[0])] = parts[4]
     return out
 
 
@@ -90,7 +102,7 @@ async def node_processes(pool: SshPool, node: str, job_id: int) -> list[JobProce
     if not res.ok:
         first = (res.err_text() or res.text()).strip().splitlines()
         raise CockpitError(f"{node}: scontrol listpids {job_id}: {first[0] if first else 'exit ' + str(res.returncode)}")
-    pids = parse_listpids(res.text())
+    pids, ranks = parse_listpids(res.text()), parse_ranks(res.text())
     if not pids:
         return []
     ps = await pool.run(node, ["ps", "-o", "pid=,stat=,etimes=,args=", "-p", ",".join(str(p) for p, _ in pids)])
@@ -99,7 +111,7 @@ async def node_processes(pool: SshPool, node: str, job_id: int) -> list[JobProce
     out = []
     for pid, step in pids:
         stat, et, args = info.get(pid, ("gone", None, ""))
-        out.append(JobProcess(node, pid, step, stat, et, args, gpu.get(pid)))
+        out.append(JobProcess(node, pid, step, stat, et, args, gpu.get(pid), ranks.get(pid, "")))
     return out
 
 

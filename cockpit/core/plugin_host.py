@@ -104,8 +104,8 @@ class PluginGate:
                     kind: str = "job") -> Plan:
         return build_custom_plan(name, title, target, steps, kind)
 
-    async def execute(self, plan: Plan, *, dry_run: bool = False) -> Outcome:
-        return await self._actions.execute(plan, dry_run=dry_run)
+    async def execute(self, plan: Plan, *, dry_run: bool = False, note: str = "") -> Outcome:
+        return await self._actions.execute(plan, dry_run=dry_run, note=note)
 
 
 class GatedJobs:

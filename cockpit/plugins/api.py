@@ -259,8 +259,9 @@ class ActionGate(Protocol):
         Raises UsageError for a step that is not a Slurm admin command."""
         ...
 
-    async def execute(self, plan: Plan, *, dry_run: bool = False) -> Outcome:
-        """Confirm, audit, run, read back. Raises ReadOnlyError, ConfirmationNeeded, Declined, ConfigError."""
+    async def execute(self, plan: Plan, *, dry_run: bool = False, note: str = "") -> Outcome:
+        """Confirm, audit, run, read back; ``note`` goes on the audit line (why: "validated by ...").
+        Raises ReadOnlyError, ConfirmationNeeded, Declined, ConfigError."""
         ...
 
 

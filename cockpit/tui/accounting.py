@@ -74,21 +74,11 @@ def open_utilization(app: Any, window: str = "7d") -> None:
 
 
 def accounting_commands(app: CockpitApp) -> list[Any]:
-    """The palette entries of the accounting views."""
-    from cockpit.tui.commands import PaletteCommand
+    """The palette entries of the accounting views (declared as ``:`` commands)."""
+    from cockpit.tui.commands import COLON_COMMANDS, palette_entry
 
-    return [
-        PaletteCommand("History: finished jobs (accounting)", "Jobs that ended in the last day: state, exit code, "
-                       "why it failed; Enter: its efficiency", lambda: open_history(app)),
-        PaletteCommand("Job: efficiency / accounting record", "CPU, memory and GPU efficiency of the selected "
-                       "finished job, each with its source", lambda: open_finished_job(app)),
-        PaletteCommand("Node: event history (drains, downs, reboots)", "The selected node's events with reason, "
-                       "who and when, and whether it flaps", lambda: open_node_history(app)),
-        PaletteCommand("Reservations and maintenance windows", "Every reservation and what it will block",
-                       lambda: open_reservations(app)),
-        PaletteCommand("Utilization: GPU-hours (7 days)", "Allocated, idle in allocations, unallocated, drained; "
-                       "per day against the 70-80% band and the 50% line", lambda: open_utilization(app)),
-    ]
+    names = ("history", "efficiency", "events", "reservations", "utilization")
+    return [palette_entry(app, c) for c in COLON_COMMANDS if c.name in names]
 
 
 FLAP_WINDOW_S = 14 * 86400

@@ -77,6 +77,16 @@ def plan_details(app: CockpitApp, plan: Plan) -> list[Text]:
     return lines
 
 
+def confirm_dialog(app: CockpitApp, plan: Plan, where: str | None = None) -> ConfirmAction:
+    """THE confirmation of every state change, whatever asked (``a``, the audit viewer's
+    follow-up, a runbook step, a plugin): the exact argv, what each target is (a job's
+    user, name and GPUs; the jobs a drain leaves running) and, when a screen in front
+    acts for a step of its own (a runbook), which step it is (its ``confirm_origin()``)."""
+    origin = getattr(app.screen, "confirm_origin", None)  # a plugin screen: it may not import cockpit.tui
+    return ConfirmAction(plan, app.gate_description if where is None else where, plan_details(app, plan),
+                         origin=str(origin() if callable(origin) else ""))
+
+
 class ActionFlows:
     """What ``a``, ``f`` and ``P`` do, and the palette's action entries."""
 
@@ -136,7 +146,7 @@ class ActionFlows:
         except CockpitError as exc:
             app.notify(str(exc), severity="error", timeout=8)
             return None
-        if not await app.push_screen_wait(ConfirmAction(plan, gate.description, plan_details(app, plan))):
+        if not await app.push_screen_wait(confirm_dialog(app, plan, gate.description)):
             return None
         try:
             outcome = await gate.execute(plan, confirmed=True)  # the dialog above asked
@@ -200,7 +210,9 @@ class ActionFlows:
             why = probes.why_not if probes is not None else f"{self.app.backend_name} has no nodes to ask"
             self.app.notify(f"no processes to list: {why}", severity="warning")
             return
-        self.app.push_screen(JobProcsScreen(job, self.processes))
+        hint = self.app.hints.get(job.job_id, {})  # what a runbook found: the straggler, highlighted
+        straggler = (str(hint.get("straggler_node", "")), str(hint.get("straggler_rank", "")))
+        self.app.push_screen(JobProcsScreen(job, self.processes, straggler))
 
     async def processes(self, job: Job) -> tuple[dict[str, list], dict[str, str]]:
         """({node: processes}, {node: error}) through the probe runner."""

@@ -74,6 +74,9 @@ class CockpitApp(App):
         Binding("d", "describe", "Describe", show=False, id="cockpit.describe"),
         Binding("L", "slurm_logs", "Slurm logs", show=False, id="cockpit.logs"),
         Binding("A", "audit_log", "Audit log", show=False, id="cockpit.audit"),
+        # ? on every screen (plugin screens included); ctrl+c asks as q does (a second one quits)
+        Binding("question_mark", "show_keys", "Keys", show=False, id="cockpit.keys"),
+        Binding("ctrl+c", "request_quit", "Quit", show=False, priority=True, id="cockpit.quit"),
         # the views from any screen: back to the main screen, then the view (1-5 there too)
         *(Binding(str(i), f"view('{kind}')", kind, show=False, id=f"cockpit.view-{kind}")
           for i, kind in enumerate(("pulse", "nodes", "gpus", "partitions", "jobs"), 1)),
@@ -340,8 +343,10 @@ class CockpitApp(App):
             self.push_screen(KeysScreen(key_sections(self)))
 
     def action_request_quit(self) -> None:
-        """q: ask first (a second q on a detail screen's way back must not end the session)."""
+        """q, ctrl+c, :q: ask first (a second q on a detail screen's way back must not end
+        the session); ctrl+c while asking quits."""
         if isinstance(self.screen, QuitScreen):
+            self.exit()
             return
 
         def answered(yes: bool | None) -> None:

@@ -1,5 +1,12 @@
-"""The command palette's cockpit entries: a Textual command :class:`~textual.command.Provider`
-declared in ``CockpitApp.COMMANDS``.
+"""The command palette's cockpit entries (a Textual command :class:`~textual.command.Provider`
+declared in ``CockpitApp.COMMANDS``) and the ``:`` commands of the command line.
+
+``:`` commands are declarations (:class:`ColonCommand` in :data:`COLON_COMMANDS`):
+a name and its aliases, what it opens, and what Tab completes after it (a job
+id, a node name, a runbook). The palette lists the same declarations under the
+same names ("View: nodes  :nodes"), so every view and screen the palette opens
+has a ``:`` name, and a new screen or command is one more declaration. Plugins'
+screens get ``:NAME`` from their own declarations.
 
 Every entry is built from declarations when the palette opens: the views, the
 poller, every catalogued action, following output and processes, telemetry,
@@ -28,41 +35,200 @@ class PaletteCommand:
     run: Callable[[], Any]
 
 
-def cockpit_commands(app: CockpitApp) -> list[PaletteCommand]:
-    """Every cockpit entry of the palette, in a stable order."""
-    from cockpit.tui.screens.main import VIEW_ORDER
+@dataclass(frozen=True)
+class ColonCommand:
+    """One ``:`` command. ``run(app, arg)``; ``arg``: what Tab completes after the name
+    ("job", "node", "runbook", "view" or "" for nothing); ``title``: its palette entry
+    ('' when the palette lists it otherwise, or not at all)."""
 
-    out = [PaletteCommand(f"View: {kind}", f"Show the {kind} view (key {i}, :{kind})",
-                          lambda k=kind: app.action_view(k)) for i, kind in enumerate(VIEW_ORDER, 1)]
+    names: tuple[str, ...]  # the first is the name shown; the rest are aliases
+    run: Callable[[Any, str], Any]
+    help: str
+    title: str = ""
+    arg: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+def _view(kind: str) -> Callable[[Any, str], Any]:
+    def run(app: Any, arg: str) -> None:
+        app.action_view(kind)
+        if arg:
+            app.main.say(app.main.active_view().set_filter(arg))
+    return run
+
+
+def _open_job(app: Any, arg: str) -> None:
+    app.main.open_job(arg) if arg else app.action_view("jobs")
+
+
+def _open_node(app: Any, arg: str) -> None:
+    from cockpit.tui.screens.detail import NodeDetailScreen
+
+    app.push_screen(NodeDetailScreen(arg)) if arg else app.action_view("nodes")
+
+
+def _accounting(name: str) -> Callable[[Any, str], Any]:
+    def run(app: Any, arg: str) -> None:
+        from cockpit.tui import accounting
+
+        opener = getattr(accounting, name)
+        opener(app, arg) if arg and name in ("open_history", "open_utilization") else opener(app)
+    return run
+
+
+VALIDATION = "node-validate"  # the runbook a drained node passes before the resume is offered
+
+
+def _validate(app: Any, arg: str) -> None:
+    """Validate a drained node (the selection, or NAME): its health runbook, then the
+    resume, confirmed, only if every finding is OK (NVSentinel #1427, soperator #1317)."""
+    from cockpit.tui.selection import current_targets
+
+    kind, targets = current_targets(app)
+    node = arg or (targets[0] if kind == "node" and targets else "")
+    snap = app.snapshot
+    known = next((n for n in snap.nodes if n.name == node), None) if snap is not None else None
+    if not node or known is None:
+        app.notify(f"validate: name a node (:validate NAME) or select one{f'; no node {node!r}' if node else ''}",
+                   severity="warning")
+        return
+    if not known.is_unavailable:
+        app.notify(f"{node} is {known.display_state}, not drained or down: nothing to resume", severity="warning")
+        return
+    app.openers.runbook(VALIDATION, "node", node, mode="validate")
+
+
+def _app(action: str) -> Callable[[Any, str], Any]:
+    return lambda app, _arg: getattr(app, action)()
+
+
+_VIEW_WORDS = {"pulse": ("overview", "p"), "nodes": ("no",), "gpus": ("gpu", "g"),
+               "partitions": ("partition", "part", "pa"), "jobs": ("j", "squeue")}
+COLON_COMMANDS: tuple[ColonCommand, ...] = (
+    *(ColonCommand((kind, *aliases), _view(kind), f"Show the {kind} view (key {i}); :{kind} WORDS filters it",
+                   f"View: {kind}") for i, (kind, aliases) in enumerate(_VIEW_WORDS.items(), 1)),
+    ColonCommand(("job",), _open_job, "A job's detail: :job ID (Tab completes the id)", arg="job"),
+    ColonCommand(("node",), _open_node, "A node's detail: :node NAME (Tab completes the name)", arg="node"),
+    ColonCommand(("audit", "log"), _app("action_audit_log"), "Past actions: who, what, result; follow-ups "
+                 "through the gate (A)", "Audit log (A)"),
+    ColonCommand(("logs", "slurmlogs"), _app("action_slurm_logs"), "The end of slurmctld's log, and the selected "
+                 "node's slurmd log (L)", "Slurm logs (L)"),
+    ColonCommand(("history", "hist"), _accounting("open_history"), "Jobs that ended in the last day (:history 7d): "
+                 "state, exit code, why it failed; Enter: its efficiency", "History: finished jobs (accounting)"),
+    ColonCommand(("utilization", "util", "utilisation"), _accounting("open_utilization"), "Allocated, idle in "
+                 "allocations, unallocated, drained; per day against the 70-80% band (:utilization 30d)",
+                 "Utilization: GPU-hours (7 days)"),
+    ColonCommand(("reservations", "resv", "maintenance"), _accounting("open_reservations"),
+                 "Every reservation and what it will block", "Reservations and maintenance windows"),
+    ColonCommand(("events", "nodehistory"), _accounting("open_node_history"), "The selected node's events with "
+                 "reason, who and when, and whether it flaps", "Node: event history (drains, downs, reboots)"),
+    ColonCommand(("efficiency", "eff", "seff"), _accounting("open_finished_job"), "CPU, memory and GPU efficiency "
+                 "of the selected finished job, each with its source", "Job: efficiency / accounting record"),
+    ColonCommand(("procs", "ps"), _app("action_job_processes"), "List the selected job's processes on its nodes (P)",
+                 "Job: processes"),
+    ColonCommand(("follow", "output", "tail"), _app("action_follow_output"), "Follow the selected job's stdout (f)",
+                 "Job: follow output"),
+    ColonCommand(("describe", "show"), _app("action_describe"), "scontrol show job/node of the selection, as text (d)",
+                 "Describe: what Slurm says (d)"),
+    ColonCommand(("validate", "burnin"), _validate, "Validate a drained node (health runbook); the resume is "
+                 "offered, confirmed, only if all is OK: :validate NODE", "Node: validate, then resume", arg="node"),
+    ColonCommand(("act", "action"), _app("action_act"), "Act on the marked rows or the cursor row (a)"),
+    ColonCommand(("keys", "help", "?"), _app("action_show_keys"), "Show every key and what it does (?)",
+                 "Keys: every key (?)"),
+    ColonCommand(("pause", "resume"), _app("action_toggle_pause"), "Stop or restart refreshing (p)",
+                 "Pause / resume polling"),
+    ColonCommand(("refresh",), _app("action_refresh_now"), "Fetch everything now (r)", "Refresh now"),
+    ColonCommand(("quit", "q", "exit"), _app("action_request_quit"), "Quit cockpit (asks first, as q does)", "Quit"),
+)
+
+
+def colon_commands(app: CockpitApp) -> list[ColonCommand]:
+    """cockpit's ``:`` commands, then the plugins': ``:runbook NAME`` and ``:SCREEN``."""
+    out = list(COLON_COMMANDS)
+    taken = {n for c in out for n in c.names}
+    if app.openers.runbooks():
+        out.append(ColonCommand(("runbook", "rb"), lambda a, arg: a.openers.runbook(arg) if arg else a.openers.why(),
+                                "A runbook for the selection: :runbook NAME (Tab completes); alone: why is this stuck?",
+                                arg="runbook"))
+        taken |= {"runbook", "rb"}
+    for plugin in app.plugins.plugins.values():
+        for name in app.plugins.screens(plugin):
+            if name not in taken:
+                taken.add(name)
+                out.append(ColonCommand((name,), lambda a, _arg, p=plugin, n=name: a.openers.open_target(p, n),
+                                        f"Open the {name} screen [plugin {plugin.name}]"))
+    return out
+
+
+def find_colon(app: CockpitApp, word: str) -> ColonCommand | None:
+    word = word.lower()
+    return next((c for c in colon_commands(app) if word in c.names), None)
+
+
+def run_colon(app: CockpitApp, text: str) -> str:
+    """Run one command line (without its ``:``); '' or what was wrong, in words."""
+    word, _, arg = text.strip().lstrip(":").partition(" ")
+    if not word:
+        return ""
+    cmd = find_colon(app, word)
+    if cmd is None:
+        return f"unknown command :{text.strip()} (Tab lists the commands)"
+    cmd.run(app, arg.strip())
+    return ""
+
+
+def arg_words(app: CockpitApp, kind: str) -> list[str]:
+    """What Tab may complete after a command: job ids, node names, runbooks, views."""
+    snap = app.snapshot
+    if kind == "job":
+        return [str(j.job_id) for j in snap.jobs] if snap is not None else []
+    if kind == "node":
+        return [n.name for n in snap.nodes] if snap is not None else []
+    if kind == "runbook":
+        return [b.name for b in app.openers.runbooks()]
+    return []
+
+
+def completions(app: CockpitApp, text: str) -> list[str]:
+    """The whole lines ``text`` may complete to: a command's name, or a command and its argument."""
+    word, space, arg = text.lstrip(":").partition(" ")
+    if not space:  # one candidate per command: its name, else the alias that matches
+        word = word.lower()
+        return sorted({next(n for n in (c.name, *c.names) if n.startswith(word))
+                       for c in colon_commands(app) if any(n.startswith(word) for n in c.names)})
+    cmd = find_colon(app, word)
+    if cmd is None or not cmd.arg:
+        return []
+    return [f"{cmd.name if word.lower() not in cmd.names else word} {w}"
+            for w in sorted(set(arg_words(app, cmd.arg))) if w.startswith(arg.strip())]
+
+
+def palette_entry(app: CockpitApp, cmd: ColonCommand) -> PaletteCommand:
+    """A ``:`` command as the palette lists it: its title, its help and its ``:`` name."""
+    return PaletteCommand(cmd.title, f"{cmd.help}  (:{cmd.name})", lambda: cmd.run(app, ""))
+
+
+def cockpit_commands(app: CockpitApp) -> list[PaletteCommand]:
+    """Every cockpit entry of the palette, in a stable order: the ``:`` commands'
+    first, each with its ``:`` name in its help."""
+    out = [palette_entry(app, c) for c in COLON_COMMANDS if c.title]
     out += [
         PaletteCommand("Filter", "Filter the current table (/): words, state:drain user:alice gpus>0",
                        app.main.action_filter),
-        PaletteCommand("Pause / resume polling", "Stop or restart refreshing (p)", app.action_toggle_pause),
-        PaletteCommand("Refresh now", "Fetch everything now (r)", app.action_refresh_now),
         PaletteCommand("Sort: next column", "Cycle the sort column of the table (s; S reverses)", app.action_cycle_sort),
-        PaletteCommand("Keys: every key (?)", "Show every key and what it does", app.action_show_keys),
     ]
     out += [PaletteCommand(f"{spec.kind.capitalize()}: {spec.title.lower()}", f"{spec.title} for the selected {spec.kind}s",
                            lambda n=spec.name: app.acting.run_named(n)) for spec in ACTIONS.values()]
     out += [
-        PaletteCommand("Job: follow output", "Follow the selected job's stdout (f)", app.action_follow_output),
-        PaletteCommand("Job: processes", "List the selected job's processes on its nodes (P)", app.action_job_processes),
         PaletteCommand("Telemetry: poll the selected nodes now (t)", "nvidia-smi on the selection, through the probe runner",
                        app.action_telemetry_now),
         PaletteCommand("Copy the selection (y)", "The job ids, node list or command under the cursor, with OSC 52",
                        app.action_copy),
-        PaletteCommand("Describe: what Slurm says (d)", "scontrol show job/node of the selection, as text",
-                       app.action_describe),
-        PaletteCommand("Slurm logs (L)", "The end of slurmctld's log, and the selected node's slurmd log",
-                       app.action_slurm_logs),
-        PaletteCommand("Audit log (A)", "Past actions: who, what, result; follow-ups through the gate",
-                       app.action_audit_log),
         PaletteCommand("Unmark all rows (u)", "Clear the marks of the table in view", app.action_unmark_all),
-        PaletteCommand("Quit", "Quit cockpit (asks first)", app.action_request_quit),
     ]
-    from cockpit.tui.accounting import accounting_commands
-
-    out += accounting_commands(app)  # history, node events, reservations, utilisation
     return out + plugin_commands(app)
 
 

@@ -43,7 +43,7 @@ VIEW_HELP = {
     "detail.back": "back",
     "joblog.stream": "switch between stdout and stderr",
 }
-SKIP = {"table.up", "table.down", "table.page-up", "table.page-down", "table.top", "table.bottom",
+SKIP = {"cockpit.keys", "cockpit.quit", "command.complete", "table.up", "table.down", "table.page-up", "table.page-down", "table.top", "table.bottom",
         "view.pulse", "view.nodes", "view.gpus", "view.partitions", "view.jobs", "main.keys", "main.clear",
         *(f"cockpit.view-{k}" for k in ("pulse", "nodes", "gpus", "partitions", "jobs"))}
 

@@ -237,8 +237,9 @@ class PluginOpeners:
         snap = self.app.snapshot
         return next((j for j in snap.jobs if str(j.job_id) == ident), None) if snap is not None else None
 
-    def runbook(self, name: str, kind: str | None = None, target: str | None = None) -> None:
-        """The runbook screen for ``name`` on a job or node (the selection when not given)."""
+    def runbook(self, name: str, kind: str | None = None, target: str | None = None, mode: str = "propose") -> None:
+        """The runbook screen for ``name`` on a job or node (the selection when not given);
+        ``mode`` "validate": a node's validation, the resume offered only if all is OK."""
         plugin = self.plugin("runbooks")
         if plugin is None:
             return
@@ -264,7 +265,7 @@ class PluginOpeners:
             return
         run_context = import_object("cockpit_runbooks.context:RunContext", plugin.name)
         rc = run_context(ctx, job_id=target) if kind == "job" else run_context(ctx, node=target)
-        self.push(plugin, lambda: cls(book, rc, "propose"))
+        self.push(plugin, lambda: cls(book, rc, mode))
 
     # ------------------------------------------------------------ NCCL and the rest
     def nccl(self) -> None:

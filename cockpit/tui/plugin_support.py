@@ -30,11 +30,12 @@ if TYPE_CHECKING:
 
 
 def dialog_confirm(app: CockpitApp) -> Callable[[Plan], Any]:
-    """The TUI's confirmation policy for the gate: the ConfirmAction dialog with the
-    exact argv (and any script on stdin); the plan runs only on "yes"."""
+    """The TUI's confirmation policy for the gate: the one confirmation dialog
+    (cockpit.tui.acting.confirm_dialog: the exact argv, any script on stdin, what each
+    target is); the plan runs only on "yes"."""
 
     async def confirm(plan: Plan) -> bool:
-        from cockpit.tui.screens.actions import ConfirmAction
+        from cockpit.tui.acting import confirm_dialog
 
         answer: asyncio.Future = asyncio.get_running_loop().create_future()
 
@@ -44,7 +45,7 @@ def dialog_confirm(app: CockpitApp) -> Callable[[Plan], Any]:
 
         # A callback, not push_screen_wait: plugin screens run their own workers,
         # and this must work from any coroutine on the app's loop.
-        app.push_screen(ConfirmAction(plan, app.gate_description), callback=done)
+        app.push_screen(confirm_dialog(app, plan), callback=done)
         confirmed = await answer
         if confirmed:
             app.call_later(app.action_refresh_now)

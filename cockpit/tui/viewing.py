@@ -48,6 +48,12 @@ class Viewers:
         return self.app.main.pulse.outputs.get(job_id)
 
     def suspect_evidence(self, job_id: int) -> tuple[str, ...]:
+        """Why the Pulse suspects a running job; nothing once it is not running (a requeued
+        job, pending again, kept its old "output silent" until the Pulse was recomputed)."""
+        snap = self.app.snapshot
+        job = snap.job(job_id) if snap is not None else None
+        if job is None or job.state != "RUNNING":
+            return ()
         data = self.app.main.pulse.latest
         row = data.suspects.rows.get(job_id) if data is not None else None
         return (row.values[5],) if row is not None else ()

@@ -55,7 +55,7 @@ plugin = Plugin(
                   "(x on the runbook screen runs it again doing its proposed actions, each confirmed)",
                   "why"),),
     config=CONFIG,
-    actions=("signal", "drain", "reboot", "runbooks.requeue-exclude"),
+    actions=("signal", "drain", "reboot", "runbooks.requeue-exclude", "resume"),
 )
 
 __all__ = ["plugin", "load_runbooks", "site_dir", "CONFIG"]

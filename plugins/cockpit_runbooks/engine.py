@@ -19,6 +19,7 @@ from cockpit.plugins.api import (
     NOT_APPLICABLE,
     CockpitError,
     ConfirmationNeeded,
+    Declined,
     Finding,
     ReadOnlyError,
     Severity,
@@ -57,7 +58,7 @@ def action_names() -> tuple[str, ...]:
 class StepOutcome:
     id: str
     title: str
-    status: str  # ran, skipped, n/a, failed, proposed, done, dry-run, refused, action-failed
+    status: str  # ran, skipped, n/a, failed, proposed, done, dry-run, refused, declined, action-failed
     why: str = ""
     findings: list[Finding] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
@@ -201,6 +202,9 @@ async def _act(rc: RunContext, step: StepSpec, out: StepOutcome, mode: str) -> N
     except ConfirmationNeeded:
         out.status, out.why = "proposed", "run again with --yes to do it"
         return
+    except Declined as exc:  # the operator said no: nothing ran, which is not a failure
+        out.status, out.why = "declined", str(exc)
+        return
     except CockpitError as exc:
         out.status, out.why = "action-failed", str(exc)
         return
@@ -220,9 +224,12 @@ def _override(res: ProbeResult, step: StepSpec) -> list[Finding]:
 
 
 async def run_runbook(book: Runbook, rc: RunContext, mode: str = "propose",
-                      on_step: Callable[[StepOutcome], None] | None = None) -> RunReport:
+                      on_step: Callable[[StepOutcome], None] | None = None,
+                      on_start: Callable[[StepSpec], None] | None = None) -> RunReport:
     """Run every step; never raises for a probe's or an action's failure (the
-    step says why). ``mode``: propose, dry-run or act."""
+    step says why). ``mode``: propose, dry-run or act. ``on_start``: called with a
+    step whose conditions hold, before it runs (the screen shows it before its
+    action asks for confirmation)."""
     ids = [s.id for s in book.steps]
     outcomes: list[StepOutcome] = []
     i, budget = 0, 4 * len(book.steps)  # a "next" that jumps back must not loop for ever
@@ -235,6 +242,8 @@ async def run_runbook(book: Runbook, rc: RunContext, mode: str = "propose",
         if failed:
             out.status, out.why = "skipped", f"condition not met: {failed[0]}"
         else:
+            if on_start is not None:
+                on_start(step)
             rc.say(f"[{step.id}] {step.title}")
             if step.probe:
                 await _probe(rc, step, out)

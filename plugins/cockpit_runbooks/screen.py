@@ -34,7 +34,8 @@ from cockpit.plugins.api import ReadOnlyError, sanitize
 from .engine import StepOutcome, run_runbook
 
 STATUS_STYLE = {"ran": "green", "skipped": "dim", "failed": "magenta", "proposed": "bold yellow",
-                "done": "bold green", "dry-run": "cyan", "refused": "bold red", "action-failed": "bold red"}
+                "done": "bold green", "dry-run": "cyan", "refused": "bold red", "action-failed": "bold red",
+                "declined": "yellow"}
 SEVERITY_STYLE = {"CRIT": "bold white on red", "WARN": "bold black on yellow", "OK": "green", "UNKNOWN": "magenta"}
 SEVERITY_ORDER = {"CRIT": 0, "WARN": 1, "UNKNOWN": 2, "OK": 3}
 TITLE_HEAD, TITLE_TAIL = 160, 80  # a longer finding title keeps its start and its end: the cause is at the end
@@ -47,16 +48,47 @@ def shorten(text: str, head: int = TITLE_HEAD, tail: int = TITLE_TAIL) -> str:
     return text if len(text) <= head + tail + 1 else text[:head] + " … " + text[-tail:]
 
 
-def steps_text(book: Any, outcomes: dict[str, StepOutcome]) -> Table:
-    """One line per step: status and title (cut with an ellipsis; pending steps shown as such)."""
+STATUS_LABEL = {"action-failed": "act failed"}  # the status column is 10 wide: never cut a word
+STATUS_WIDTH = 10
+
+
+def steps_text(book: Any, outcomes: dict[str, StepOutcome], current: str = "") -> Table:
+    """One line per step: status and title (cut with an ellipsis; pending steps shown as such).
+    ``current``: the step running now, highlighted (its action may be asking)."""
     table = Table.grid(padding=(0, 1), expand=True)
-    table.add_column(no_wrap=True, width=9, justify="right")
+    table.add_column(no_wrap=True, width=STATUS_WIDTH, justify="right")
     table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
     for s in book.steps:
         o = outcomes.get(s.id)
-        status = o.status if o else "pending"
-        table.add_row(Text(status, style=STATUS_STYLE.get(status, "")), Text(sanitize(s.title)))
+        status = "▶ now" if s.id == current else o.status if o else "pending"
+        style = "bold reverse" if s.id == current else ""
+        table.add_row(Text(STATUS_LABEL.get(status, status), style=STATUS_STYLE.get(status, "") or style),
+                      Text(sanitize(s.title), style=style))
     return table
+
+
+def result_text(book: Any, outcomes: dict[str, StepOutcome], mode: str) -> Text:
+    """What the run came to, in one or two lines: the verdict, then each action step's
+    status and target (after ``x``: what was done, declined or refused)."""
+    from cockpit.plugins.api import verdict
+
+    found = [f for o in outcomes.values() for f in o.findings]
+    sev = verdict(found).name
+    text = Text(" Result: ", style="bold")
+    text.append(f" {sev} ", style=SEVERITY_STYLE.get(sev, ""))
+    acts = [(s, outcomes[s.id]) for s in book.steps if s.action and s.id in outcomes
+            and outcomes[s.id].status not in ("skipped", "n/a")]
+    if not acts:
+        return text if mode == "validate" else text.append("  no action to take")
+    for step, o in acts:
+        label = STATUS_LABEL.get(o.status, o.status)
+        what = " ".join(o.argv[0][1:3]) if o.argv else step.action
+        text.append(f"  {step.id}: ", style="bold")
+        text.append(label, style=STATUS_STYLE.get(o.status, ""))
+        text.append(f" ({sanitize(what)})")
+    if mode == "propose":
+        text.append("  - x does them, each confirmed", style="dim")
+    return text
 
 
 def ordered_findings(outcomes: dict[str, StepOutcome]) -> list[Any]:
@@ -120,11 +152,13 @@ class RunbookScreen(Screen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     DEFAULT_CSS = """
     RunbookScreen #rb-title { height: 1; }
+    RunbookScreen #rb-result { height: auto; max-height: 3; display: none; }
+    RunbookScreen #rb-result.-shown { display: block; }
     RunbookScreen #rb-body { height: 1fr; }
     RunbookScreen.-wide #rb-body { layout: horizontal; }
     RunbookScreen #rb-left { width: 2fr; }
     RunbookScreen.-narrow #rb-left { width: 1fr; height: 1fr; }
-    RunbookScreen #rb-steps { height: auto; max-height: 40%; border: round $accent; }
+    RunbookScreen #rb-steps { height: auto; max-height: 40%; border: round $accent; overflow-x: hidden; }
     RunbookScreen.-narrow #rb-steps { max-height: 5; }
     RunbookScreen #rb-findings-box { height: 1fr; min-height: 6; border: round $accent; }
     RunbookScreen #rb-evidence { width: 3fr; border: round $accent; }
@@ -143,21 +177,26 @@ class RunbookScreen(Screen):
         """The run ended; its final facts."""
 
     def __init__(self, book: Any, rc: Any, mode: str = "propose") -> None:
+        """``mode``: propose, act, or validate (a node's probes, then the resume offered if all OK)."""
         super().__init__()
         self.book, self.rc, self.mode = book, rc, mode
         self.outcomes: dict[str, StepOutcome] = {}
         self.crumb = f"runbook {book.name}"
         self._lines: list[str] = []
         self.finished = False  # the run has ended (steps a jump or a condition passes over get no outcome)
+        self.current = ""  # the id of the step running now (shown, highlighted, before its action asks)
+        self.asking = ""  # what the dialog in front asks for, when no step does (a validation's resume)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         what = f"job {self.rc.job_id}" if self.rc.job_id else f"node {self.rc.node}"
         yield Static(Text(f" Runbook {sanitize(self.book.title)} on {sanitize(str(what))} ({self.mode})",
                           style="bold", no_wrap=True, overflow="ellipsis"), id="rb-title")
+        yield Static("", id="rb-result")
         with Vertical(id="rb-body"):
             with Vertical(id="rb-left"):
-                yield Static(steps_text(self.book, {}), id="rb-steps")
+                with VerticalScroll(id="rb-steps"):
+                    yield Static(steps_text(self.book, {}), id="rb-steps-text")
                 with VerticalScroll(id="rb-findings-box"):
                     yield Static(Text("running…", style="dim"), id="rb-findings")
             yield RichLog(id="rb-evidence", wrap=True, markup=False, highlight=False, max_lines=5000)
@@ -176,9 +215,39 @@ class RunbookScreen(Screen):
         self._lines.append(sanitize(line))
         self.query_one("#rb-evidence", RichLog).write(Text(sanitize(line)))
 
+    def _show_steps(self) -> None:
+        self.query_one("#rb-steps-text", Static).update(steps_text(self.book, self.outcomes, self.current))
+
+    def _step_start(self, step: Any) -> None:
+        """Show the step about to run, scrolled into view and highlighted: at 80x24 only
+        three step lines fit, and an action must never ask about a step not on screen."""
+        self.current = step.id
+        self._show_steps()
+        index = [s.id for s in self.book.steps].index(step.id)
+        box = self.query_one("#rb-steps", VerticalScroll)
+        box.scroll_to(y=max(0, index - 1), animate=False, immediate=True)
+
+    def step_in_view(self) -> bool:
+        """Whether the current step's line is inside the steps pane's visible lines."""
+        if not self.current:
+            return False
+        index = [s.id for s in self.book.steps].index(self.current)
+        box = self.query_one("#rb-steps", VerticalScroll)
+        top = round(box.scroll_y)
+        return top <= index < top + box.scrollable_content_region.height
+
+    def confirm_origin(self) -> str:
+        """For the confirmation dialog: which runbook step this action is (the gate's
+        confirmation shows it, so the step is named even where the dialog covers the list)."""
+        if not self.current:
+            return self.asking
+        ids = [s.id for s in self.book.steps]
+        step = self.book.steps[ids.index(self.current)]
+        return f"runbook {self.book.name}, step {ids.index(self.current) + 1} of {len(ids)}: {step.title}"
+
     def _step_done(self, outcome: StepOutcome) -> None:
         self.outcomes[outcome.id] = outcome
-        self.query_one("#rb-steps", Static).update(steps_text(self.book, self.outcomes))
+        self._show_steps()
         self._show_findings()
         self.post_message(self.Facts(self.book.name, self.rc.job_id, self.rc.node, dict(self.rc.facts)))
 
@@ -191,9 +260,41 @@ class RunbookScreen(Screen):
             self.call_after_refresh(self._show_findings)  # the overview's lines are cut to the pane's width
 
     async def _run(self) -> None:
-        await run_runbook(self.book, self.rc, self.mode, on_step=self._step_done)
+        engine_mode = "propose" if self.mode == "validate" else self.mode  # a validation acts on nothing itself
+        await run_runbook(self.book, self.rc, engine_mode, on_step=self._step_done, on_start=self._step_start)
+        self.current = ""
+        self._show_steps()
+        result = self.query_one("#rb-result", Static)
+        text = result_text(self.book, self.outcomes, self.mode)
+        result.update(text)
+        result.add_class("-shown")
+        if self.mode == "validate":
+            result.update(text + await self._offer_resume())
         self.finished = True
         self.post_message(self.Finished(self.book.name, self.rc.job_id, self.rc.node, dict(self.rc.facts)))
+
+    async def _offer_resume(self) -> Text:
+        """After a validation: the resume, through the gate (its one confirmation dialog,
+        audited with the verdict), only when every finding is OK. A failed step or an
+        input not read is UNKNOWN: the resume is then not offered."""
+        from cockpit.plugins.api import CockpitError, Declined, verdict
+
+        sev = verdict([f for o in self.outcomes.values() for f in o.findings]).name
+        if sev != "OK":
+            return Text(f"\n resume not offered: the validation is {sev}, not OK", style="bold red")
+        self.asking = f"validation {self.book.name} passed (OK) on node {self.rc.node}: resume it?"
+        try:
+            plan = self.rc.ctx.actions.plan("resume", [self.rc.node])
+            outcome = await self.rc.ctx.actions.execute(plan, note=f"validated: runbook {self.book.name} OK")
+        except Declined:
+            return Text("\n resume declined: the node stays drained", style="yellow")
+        except CockpitError as exc:  # read-only refusal, the audit log, the gate's own errors
+            return Text(f"\n resume not done: {sanitize(str(exc))}", style="bold red")
+        finally:
+            self.asking = ""
+        if outcome.ok:
+            return Text(f"\n resumed {self.rc.node} (audited)", style="bold green")
+        return Text(f"\n resume failed: {sanitize('; '.join(r.detail for r in outcome.failed))}", style="bold red")
 
     def copy_text(self) -> tuple[str, str] | None:
         """What ``y`` copies here: the proposed commands, one a line."""
@@ -210,6 +311,9 @@ class RunbookScreen(Screen):
             return
         if self.mode == "act":
             self.notify("this run already does its actions (each one asked for confirmation)")
+            return
+        if self.mode == "validate":
+            self.notify("a validation acts on nothing: the resume is offered at its end, only if all is OK")
             return
         # A fresh context (the same inputs, no facts or findings of this run) for the acting run.
         rc = replace(self.rc, job=None, facts={}, findings=[], events=None)

@@ -27,7 +27,7 @@ GOOD = 'name = "mine"\ntarget = "node"\n\n[[steps]]\nid = "x"\nprobe = "kernel_x
 def test_bundled_runbooks_all_load():
     books, problems = load_all([(BUNDLED_DIR, "bundled")], PROBES, action_names())
     assert problems == []
-    assert set(books) == {"hung-job", "gpu-xid", "thermal-power", "infiniband", "pcie", "nvlink"}
+    assert set(books) == {"hung-job", "gpu-xid", "thermal-power", "infiniband", "pcie", "nvlink", "node-validate"}
     assert [s.id for s in books["hung-job"].steps][:3] == ["progress", "watchdog", "stacks"]
 
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from cockpit.core.jobprocs import job_processes, parse_compute_apps, parse_listpids
+from cockpit.core.jobprocs import job_processes, parse_compute_apps, parse_listpids, parse_ranks
 from cockpit.remote.pool import SshPool
 from cockpit.remote.runner import SshRunner
 
@@ -15,6 +15,10 @@ def test_listpids_and_compute_apps_parsers():
     # layout as printed by scontrol listpids on the test cluster (22.05)
     text = "PID      JOBID    STEPID   LOCALID GLOBALID\n7103     8        batch    0       0       \n7104     8        batch    -       -       \n"
     assert parse_listpids(text) == [(7103, "batch"), (7104, "batch")]
+    assert parse_ranks(text) == {}  # the batch script's GLOBALID 0 is no rank
+    # an srun step's task: a line written here in the layout above (the recorded output has no srun step)
+    step = "PID      JOBID    STEPID   LOCALID GLOBALID\n7200     8        0        1       9       \n"
+    assert parse_ranks(step) == {7200: "9"}
     assert parse_compute_apps("12, GPU-b\n13, GPU-x\n", "0, GPU-a\n1, GPU-b\n") == {12: 1}
 
 

@@ -163,9 +163,10 @@ class ConfirmAction(ActionModal):
     BINDINGS = [Binding("y", "answer(True)", "Run"), Binding("n,escape", "answer(False)", "Cancel"),
                 Binding("c", "copy", "Copy command")]
 
-    def __init__(self, plan: Plan, where: str, details: list[Text] | None = None) -> None:
+    def __init__(self, plan: Plan, where: str, details: list[Text] | None = None, origin: str = "") -> None:
+        """``origin``: what asks, when not the operator's own ``a`` (a runbook's step)."""
         super().__init__()
-        self.plan, self.where, self.details = plan, where, list(details or ())
+        self.plan, self.where, self.details, self.origin = plan, where, list(details or ()), origin
 
     def compose(self) -> ComposeResult:
         spec = self.plan.spec
@@ -173,6 +174,8 @@ class ConfirmAction(ActionModal):
         if spec.dangerous:
             head.append("  (dangerous)", style="bold red")
         with DialogBody():
+            if self.origin:
+                yield Static(Text(sanitize(self.origin), style="bold reverse"), id="origin")
             yield Static(head)
             if self.details:
                 with VerticalScroll(classes="details"):

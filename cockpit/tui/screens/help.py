@@ -21,12 +21,13 @@ from textual.widgets import Button, Static
 
 KEYS = (
     ("1-5", "views: pulse, nodes, GPUs, partitions, jobs"),
-    (":", "command line: :nodes :jobs :gpus :partitions :pulse, :job ID, :node NAME, :audit, :logs, :q"),
+    (":", "command line: :nodes :jobs :gpus :partitions :pulse, :job ID, :node NAME, :history, :utilization, "
+          ":reservations, :audit, :logs, :runbook NAME, :q; Tab completes commands, job ids and nodes"),
     ("/", "filter: words, field:value (state:drain user:alice partition:train), state:PD, gpus>0, -state:idle"),
     ("esc", "clear the filter / close a line / go back"),
     ("↑ ↓ PgUp PgDn g G", "move; mouse wheel scrolls"),
     ("ctrl+p", "command palette: every command"),
-    ("q", "quit (asks first; back, on a detail screen)"),
+    ("q", "quit (asks first; back, on a detail screen); ctrl+c asks too, twice quits"),
 )
 
 Section = tuple[str, Sequence[tuple[str, str]]]

@@ -76,8 +76,11 @@ class MainScreen(Screen):
                 yield self.views[kind]
         yield Static("", id="message")
         yield Input(placeholder="filter: words, state:drain user:alice gpus>0 (enter applies, esc clears)", id="filter", classes="line")
-        yield Input(placeholder=":nodes :jobs :gpus :partitions :pulse  :job ID  :node NAME  :audit  :logs  :q",
-                    id="command", classes="line")
+        from cockpit.tui.commands import completions
+        from cockpit.tui.widgets.cmdline import CommandLine
+
+        yield CommandLine(lambda text: completions(self.app, text), self.say, id="command", classes="line",
+                          placeholder=":nodes :jobs :job ID :node NAME :history :audit :q  (Tab completes)")
         yield Footer(show_command_palette=False)
 
     # -- data -----------------------------------------------------------
@@ -194,31 +197,13 @@ class MainScreen(Screen):
             self.run_command(event.value.strip().lstrip(":"))
 
     def run_command(self, text: str) -> None:
-        """``nodes``, ``jobs`` ..., ``job 123``, ``node NAME``, ``q``, ``help``, ``pause``."""
-        word, _, arg = text.partition(" ")
-        word, arg = word.lower(), arg.strip()
-        if not word:
-            return
-        if word in ("q", "quit", "exit"):
-            self.app.exit()
-        elif word in ("audit", "log", "history"):
-            self.app.action_audit_log()
-        elif word in ("logs", "slurmlogs"):
-            self.app.action_slurm_logs()
-        elif word in ("help", "keys", "?"):
-            self.app.action_show_keys()
-        elif word in ("pause", "resume"):
-            self.app.action_toggle_pause()
-        elif word in ("job", "j") and arg:
-            self.open_job(arg)
-        elif word in ("node", "no") and arg:
-            self.app.push_screen(NodeDetailScreen(arg))
-        elif word in VIEW_ALIASES:
-            self.action_view(word)
-            if arg:
-                self.say(self.active_view().set_filter(arg))
-        else:
-            self.say(f"unknown command :{text}")
+        """A ``:`` command (cockpit.tui.commands: ``nodes``, ``job 123``, ``history``, ``q`` ...)."""
+        from cockpit.tui.commands import run_colon
+
+        self.say("")
+        err = run_colon(self.app, text)  # a view's filter may have said something: only an error replaces it
+        if err:
+            self.say(err)
 
     def open_job(self, ident: str) -> None:
         try:
