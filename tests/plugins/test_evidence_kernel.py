@@ -31,7 +31,10 @@ async def test_the_drivers_three_line_fall_off_message_is_one_crit():
     # "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0" + two indented continuation lines, no Xid
     res = await judge("nvsentinel-issue155-multiline-fallen-off-bus-no-xid-EXCERPT.txt")
     assert bad(res) == [(Severity.CRIT, "gpu07 GPU 0000:b3:00: fall-off without Xid (GPU has fallen off the bus "
-                                        "(no Xid line)) -> RESTART_BM")]
+                                        "(no Xid line)) -> RESTART_BM"),
+                        # "NVRM: The NVIDIA probe routine failed for 1 device(s)." names no GPU: not understood
+                        (Severity.UNKNOWN, "gpu07: 1 NVIDIA fault line(s) not understood, so not judged (first: "
+                                           "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).)")]
     assert res.facts["xid_reason"] == "fallen off the bus (no Xid) RESTART_BM PCI 0000:b3:00"
     (ev,) = xid.parse_log((XID / "nvsentinel-issue155-multiline-fallen-off-bus-no-xid-EXCERPT.txt").read_text())
     assert (ev.kind, ev.stamp, ev.line_no) == ("fallen", "1843.308145", 1)
