@@ -61,5 +61,6 @@ def read(text: str) -> KernelReading:
     context = _judged_labels(gpus, switches)
     if context is not None:
         understood |= {n for n, ln in lines if context.search(ln)}
-    unknown = unrecognised.not_understood(lines, understood)
-    return KernelReading(detect_format(text), tuple(gpus), tuple(switches), tuple(unknown))
+    fmt = detect_format(text)
+    unknown = unrecognised.not_understood(lines, understood, nvidia_log=fmt == FABRIC_MANAGER)
+    return KernelReading(fmt, tuple(gpus), tuple(switches), tuple(unknown))

@@ -26,12 +26,14 @@ def is_fault_like(line: str) -> bool:
     return bool(_NVIDIA.search(line) and _FAULT.search(line))
 
 
-def not_understood(lines: Iterable[tuple[int, str]] | Iterable[str], understood: Collection[int] = ()) -> list[tuple[int, str]]:
+def not_understood(lines: Iterable[tuple[int, str]] | Iterable[str], understood: Collection[int] = (),
+                   nvidia_log: bool = False) -> list[tuple[int, str]]:
     """The NVIDIA fault-like lines, as (line number, stripped text), whose number is not in
-    ``understood``. Plain strings are numbered from 1."""
+    ``understood``. Plain strings are numbered from 1. ``nvidia_log``: every line comes from
+    an NVIDIA component (the Fabric Manager's own log), so a fault word is enough."""
     out = []
     for i, item in enumerate(lines, 1):
         n, text = item if isinstance(item, tuple) else (i, item)
-        if n not in understood and is_fault_like(text):
+        if n not in understood and (_FAULT.search(text) if nvidia_log else is_fault_like(text)):
             out.append((n, text.strip()))
     return out
