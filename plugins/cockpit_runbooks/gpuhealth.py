@@ -289,6 +289,7 @@ def distinct(gpus: tuple[GpuHealth, ...]) -> int:
     return len({g.key for g in gpus})
 
 
-from .gpurules import GpuProblem, check_gpu, gpu_name  # noqa: E402  (the rules; kept importable from here)
+from .gpurules import GpuProblem, check_gpu, gpu_name, judged_kinds  # noqa: E402  (the rules; kept importable from here)
 
-__all__ = ["GpuHealth", "GpuProblem", "attached", "check_gpu", "distinct", "gpu_name", "parse_any", "parse_q_text", "parse_q_xml", "read_gpus"]
+__all__ = ["GpuHealth", "GpuProblem", "attached", "check_gpu", "distinct", "gpu_name", "judged_kinds", "parse_any",
+           "parse_q_text", "parse_q_xml", "read_gpus"]

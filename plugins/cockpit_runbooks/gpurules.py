@@ -91,3 +91,27 @@ def check_gpu(g: Any, temp_warn_c: float = 85.0) -> list[GpuProblem]:
         # at idle the link drops its generation to save power; under load it should not
         add("pcie", "WARN", f"PCIe gen {g.pcie_gen} below its maximum {g.pcie_gen_max} under load")
     return out
+
+
+def judged_kinds(g: Any) -> set[str]:
+    """The kinds some rule could be applied to on this GPU: a value it reported was read
+    and judged, whether or not another rule of the same kind had to be left out (a MIG
+    GPU's PCIe width is judged though its generation under load is not)."""
+    out = set()
+    vgpu = getattr(g, "vgpu_guest", False)
+    if getattr(g, "ecc_enabled", None) is not False and (g.ecc_uncorr_volatile is not None or g.ecc_corr_volatile is not None):
+        out.add("ecc")
+    if getattr(g, "retired_dbe", None) is not None or getattr(g, "retired_pending", None) is not None:
+        out.add("ecc")
+    if not (g.remapped_pending is None and g.remapped_failure is None and g.remapped_uncorrectable is None):
+        out.add("remap")
+    if g.clock_event_reasons is not None:
+        out.add("throttle")
+    if not vgpu:
+        if g.temp_gpu is not None:
+            out.add("thermal")
+        if g.power_w is not None and g.power_limit_w:
+            out.add("power")
+        if g.pcie_width is not None and g.pcie_width_max is not None:
+            out.add("pcie")
+    return out

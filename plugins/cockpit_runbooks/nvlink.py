@@ -44,6 +44,7 @@ class NvlinkGpu:
     links: dict[int, float | None] = field(default_factory=dict)  # GB/s; None = <inactive>
     note: str = ""  # a whole-GPU message from the driver
     unread: list[str] = field(default_factory=list)  # link lines whose state was not understood
+    mig: str = ""  # the driver's "Nvlink queries are not supported for Devices in MIG mode"
 
     @property
     def inactive(self) -> list[int]:
@@ -71,6 +72,8 @@ LINKS_BY_PRODUCT = (("V100-SXM", 6), ("A100-SXM", 12), ("H100 80GB HBM3", 18), (
 
 _ELISION = re.compile(r"^\s*(\.{3,}|\[\.\.\.\]|…)\s*$")
 _ECHO = re.compile(r"^\s*(\$ |# )?nvidia-smi\b")
+# A GPU in MIG mode answers no NVLink query (nvidia_gpu_exporter's H100/H200 MIG captures).
+_MIG = re.compile(r"not supported for Devices in MIG mode", re.IGNORECASE)
 
 
 def parse_report(text: str) -> NvlinkReport:
@@ -103,6 +106,8 @@ def parse_report(text: str) -> NvlinkReport:
                 gpus[-1].links[int(lk.group(1))] = None
             else:
                 gpus[-1].unread.append(line.strip())
+        elif _MIG.search(line):
+            gpus[-1].mig = line.strip()
         elif "inactive" in line.lower() and not gpus[-1].note:
             gpus[-1].note = line.strip()
         else:
@@ -148,6 +153,10 @@ def check(gpus: list[NvlinkGpu] | NvlinkReport, expected_gbps: float | None = No
         label = f"GPU {g.index} ({g.name})"
         if g.unread:
             out.append(LinkProblem(g.index, "unread", "UNKNOWN", f"{label}: line not understood: {g.unread[0][:80]}"))
+        if g.mig and not g.links:
+            out.append(LinkProblem(g.index, "mig", "UNKNOWN", f"{label}: in MIG mode, NVLink cannot be queried "
+                                   f"(nvidia-smi: {g.mig!r}): its links were not judged"))
+            continue
         if "inactive" in g.note.lower() and any_up:
             out.append(LinkProblem(g.index, "down", "CRIT", f"{label}: {g.note}"))
         elif not g.links:

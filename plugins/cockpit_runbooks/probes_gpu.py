@@ -61,9 +61,9 @@ async def gpu_health(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
         for text in dict.fromkeys(p.text for p in notes):
             kinds_noted = sorted({p.kind for p in notes if p.text == text})
             res.add("OK", f"gpu.not_checked.{kinds_noted[0]}", src.title(text))
-        judged_kinds = {p.kind for p in checked}
-        unjudged = kinds - judged_kinds - {p.kind for p in notes}
-        if not checked and not unjudged:
+        # a kind counts as judged when some rule could read its values on some GPU
+        judged_kinds = {p.kind for p in checked} | {k for g in gpus for k in gpuhealth.judged_kinds(g)}
+        if not checked and not judged_kinds & kinds:
             res.add("UNKNOWN", "gpu.nothing_judged",
                     src.title(f"nothing could be judged for {'/'.join(sorted(kinds))}: every rule was 'not checked'"))
         else:
@@ -92,10 +92,17 @@ async def nvlink_status(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
         links = sum(len(g.links) for g in gpus)
         ref = expected or nvlink.expected_speed(gpus)
         if src.path:
-            res.sources.append(f"{src.path}: nvidia-smi nvlink --status, {len(gpus)} GPU(s), {links} link(s)")
+            mig = sum(1 for g in gpus if g.mig)
+            res.sources.append(f"{src.path}: nvidia-smi nvlink --status, {len(gpus)} GPU(s), {links} link(s)"
+                               + (f", {mig} GPU(s) in MIG mode (NVLink not queryable)" if mig else ""))
         res.evidence.append(src.title(f"{len(gpus)} GPU(s), {links} link(s)" + (f", expected {ref:g} GB/s" if ref else "")))
         if not any(s is not None for g in gpus for s in g.links.values()):
-            res.add("UNKNOWN", "nvlink.none_up", src.title("no NVLink is up (no NVLink bridge, or every link down): not judged"))
+            mig = [p for p in nvlink.check(rep, expected) if p.kind == "mig"]
+            for p in mig:  # MIG mode hides NVLink: say so, rather than "no link"
+                res.add("UNKNOWN", "nvlink.mig", src.title(p.text))
+            if len(mig) < len(gpus):
+                res.add("UNKNOWN", "nvlink.none_up",
+                        src.title("no NVLink is up (no NVLink bridge, or every link down): not judged"))
             continue
         problems = nvlink.check(rep, expected)
         for p in problems:

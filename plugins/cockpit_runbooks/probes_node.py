@@ -19,12 +19,10 @@ from typing import Any
 
 from cockpit.plugins.api import CockpitError
 
-from . import ib, xid
-from .context import ProbeResult, RunContext, run_on_nodes
+from . import ib, kernelfindings, kernellog, xid
+from .context import NotApplicable, ProbeResult, RunContext, run_on_nodes
 from .probes_job import find_job
 
-_AER = re.compile(r"AER: .*(error|Error)|PCIe Bus Error")
-_AER_FATAL = re.compile(r"Uncorrected \(Fatal\)|Surprise Down Error")
 # Resolved Xid action -> (finding code, severity, what to do)
 XID_FINDING = {
     "IGNORE": ("xid.ignore", "OK", "no action needed"),
@@ -74,7 +72,14 @@ async def node_sources(rc: RunContext, files: tuple[str, ...], what: str, argv: 
     Raises NotApplicable in a run on files alone without such a file."""
     res = ProbeResult()
     if files:
-        return [Source(rc.node, p, t) for p, t in read_files(files, what).items()], res
+        texts = read_files(files, what)
+        empty = [p for p, t in texts.items() if not t.strip()]
+        # An empty file holds nothing to judge: it is said so, and it neither passes nor
+        # fails the run (the files beside it still decide).
+        res.sources.extend(f"{p}: empty file (nothing to judge)" for p in empty)
+        if len(empty) == len(texts):
+            raise NotApplicable(f"{what} {', '.join(empty)}: the file is empty: nothing to judge")
+        return [Source(rc.node, p, t) for p, t in texts.items() if p not in empty], res
     rc.live(f"{argv[0]} on the node (no {what} FILE given)")
     if rc.job_id and not rc.node:
         await find_job(rc)
@@ -135,17 +140,34 @@ def _names(v: xid.GpuVerdict) -> str:
 
 
 def _judge_source(rc: RunContext, src: Source, res: ProbeResult, drain: dict[str, list[str]]) -> None:
-    fmt = xid.detect_format(src.text)
+    reading = kernellog.read(src.text)
+    fmt = reading.fmt
     if src.path:
         res.sources.append(f"{src.path}: {fmt or 'no kernel log line recognised'}")
-    if fmt is None:
+    if reading.empty:
+        res.add("UNKNOWN", "xid.empty", src.title("the node's kernel log is empty: nothing to judge"))
+        return
+    if fmt is None and not reading.unknown:
         res.add("UNKNOWN", "xid.unreadable", src.title("not a kernel log (no dmesg/journalctl/NVRM line)"),
                 "an input that was not read is never judged healthy")
         return
-    verdicts = xid.by_gpu(xid.parse_log(src.text))
-    if not verdicts:
-        res.add("OK", "xid.none", src.title(f"no Xid and no GPU fault in the kernel log ({fmt})"))
-    for v in verdicts:
+    _gpu_findings(rc, src, reading, res, drain)
+    reasons = kernelfindings.sxid_findings(reading, src.title, res)
+    if reasons and src.node:
+        drain.setdefault(src.node, []).extend(reasons)
+    kernelfindings.unknown_findings(reading, src.title, res, "xid")
+    if not (reading.gpus or reading.switches or reading.unknown):
+        res.add("OK", "xid.none", src.title(f"no Xid, SXid or GPU fault in the {fmt_name(fmt)}"))
+
+
+def fmt_name(fmt: str | None) -> str:
+    """``kernel log (dmesg -T)``; the Fabric Manager's log by its own name."""
+    return "Fabric Manager log" if fmt == kernellog.FABRIC_MANAGER else f"kernel log ({fmt})"
+
+
+def _gpu_findings(rc: RunContext, src: Source, reading: kernellog.KernelReading, res: ProbeResult,
+                  drain: dict[str, list[str]]) -> None:
+    for v in reading.gpus:
         code, sev, todo = XID_FINDING.get(v.action, ("xid.contact_support", "WARN", "contact support"))
         ev = [f"line {e.line_no}: {e.stamp + ' ' if e.stamp else ''}{_event_name(e)} -> {c.action}: {e.message[:160]}"
               for e, c in v.events[:8]]
@@ -209,29 +231,23 @@ async def ib_ports(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
 
 
 async def pcie_aer(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
-    """PCIe AER error lines in the kernel log."""
+    """PCIe AER error lines in the kernel log, and GPUs that fell off the bus."""
     argv = list(args.get("command", ["dmesg", "-T"]))
     srcs, res = await node_sources(rc, rc.kernel_logs, "--kernel-log", argv, str(args.get("via", "auto")))
     for src in srcs:
-        fmt = xid.detect_format(src.text)
+        reading = kernellog.read(src.text)
         if src.path:
-            res.sources.append(f"{src.path}: {fmt or 'no kernel log line recognised'}")
-        if fmt is None:
-            res.add("UNKNOWN", "pcie.unreadable", src.title("not a kernel log; AER not checked"))
+            res.sources.append(f"{src.path}: {reading.fmt or 'no kernel log line recognised'}")
+        if reading.empty or (reading.fmt is None and not reading.unknown):
+            res.add("UNKNOWN", "pcie.unreadable", src.title("empty output; AER not checked" if reading.empty
+                                                            else "not a kernel log; AER not checked"))
             continue
-        lines = [ln.strip() for ln in src.text.splitlines() if _AER.search(ln)]
-        fatal = [ln for ln in lines if _AER_FATAL.search(ln)]
-        if fatal:
-            # an uncorrected fatal error takes the link down: the device behind it is lost
-            res.add("CRIT", "pcie.aer_fatal", src.title(f"{len(fatal)} uncorrected (fatal) PCIe AER error line(s), "
-                                                        f"{len(lines)} AER line(s) in all"), evidence=fatal[:10],
-                    fix="drain the node; reseat or replace the device behind the port (a GPU may have fallen off the bus)")
-        elif lines:
-            res.add("WARN", "pcie.aer", src.title(f"{len(lines)} PCIe AER error line(s)"), evidence=lines[:10])
-        if lines and src.node:
+        found = kernelfindings.pcie_findings(reading, src.text, src.title, res)
+        if found and src.node:
             res.facts.setdefault("pcie_node", src.node)
-        if not lines:
-            res.add("OK", "pcie.no_aer", src.title("no PCIe AER errors in the kernel log"))
+        unknown = kernelfindings.unknown_findings(reading, src.title, res, "pcie", judged=kernelfindings.AER)
+        if not found and not unknown:
+            res.add("OK", "pcie.no_aer", src.title("no PCIe AER errors and no GPU off the bus in the kernel log"))
     return res
 
 

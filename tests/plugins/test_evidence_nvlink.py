@@ -16,12 +16,15 @@ from cockpit.plugins.api import Severity
 from pluginctx import make_ctx
 from test_layout_inputs import NODES, FakeBackend
 from cockpit_runbooks import load_runbooks, nvlink, probes_gpu
-from cockpit_runbooks.context import RunContext
+from cockpit_runbooks.context import NotApplicable, RunContext
 from cockpit_runbooks.engine import run_runbook
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nvlink"
 A100 = "gpud-nvlink-status-8x-a100-sxm4-80gb-12-links-25gbps.txt"
 A10 = "gpud-nvlink-status-a10-no-nvlink-empty.txt"
+# one GPU each, in MIG mode: "Nvlink queries are not supported for Devices in MIG mode", no link line
+MIG = ("nvidia_gpu_exporter-nvlink-s-h100-mig-590.48.01-not-supported.txt",
+       "nvidia_gpu_exporter-nvlink-s-h200-mig-590.48.01-not-supported.txt")
 H100 = "nvidia_gpu_exporter-nvlink-s-h100-590.48.01-18-links-tabs.txt"
 V100 = "azhpc-diagnostics-issue73-v100-sxm2-links-3-5-inactive-EXCERPT.txt"
 GB200 = "k8s-test-infra-issue371-gb200-53.125-elided-EXCERPT.txt"
@@ -32,7 +35,7 @@ def text(name):
 
 
 def test_every_recording_is_covered():
-    assert {p.name for p in DATA.iterdir() if p.name != "SOURCES.md"} == {A100, A10, H100, V100, GB200}
+    assert {p.name for p in DATA.iterdir() if p.name != "SOURCES.md"} == {A100, A10, H100, V100, GB200, *MIG}
 
 
 @pytest.mark.parametrize("name,gpus,links,speed", [
@@ -89,8 +92,8 @@ async def test_probe_on_files():
     res = await _probe_files(A100)
     assert [(f.severity, f.title) for f in res.findings] == [(Severity.OK, "96 NVLink(s) up at 25 GB/s")]
     assert res.sources == [f"{DATA / A100}: nvidia-smi nvlink --status, 8 GPU(s), 96 link(s)"]
-    res = await _probe_files(A10)
-    assert [(f.severity, f.rule) for f in res.findings] == [(Severity.UNKNOWN, "nvlink.unparsable")]
+    with pytest.raises(NotApplicable, match="the file is empty: nothing to judge"):
+        await _probe_files(A10)
     res = await _probe_files(H100, config={"nvlink_expected_gbps": 53.125})
     assert [(f.severity, f.rule) for f in res.findings] == [(Severity.WARN, "nvlink.slow")]
 
@@ -140,3 +143,14 @@ async def test_fan_out_over_a_jobs_nodes_names_the_bad_node_and_drains_it():
     xid_step = {s.id: s for s in rep.steps}["xid"]
     assert {(f.severity, f.rule) for f in xid_step.findings} == {(Severity.UNKNOWN, "probe.failed")}
     assert rep.severity == Severity.WARN
+
+
+@pytest.mark.parametrize("name,product", zip(MIG, ("NVIDIA H100 80GB HBM3", "NVIDIA H200")))
+async def test_a_gpu_in_mig_mode_is_said_to_hide_its_nvlinks(name, product):
+    res = await _probe_files(name)
+    assert [(f.severity, f.rule, f.title) for f in res.findings] == [
+        (Severity.UNKNOWN, "nvlink.mig", f"GPU 0 ({product}): in MIG mode, NVLink cannot be queried (nvidia-smi: "
+                                         "'Nvlink queries are not supported for Devices in MIG mode'): "
+                                         "its links were not judged")]
+    assert res.sources == [f"{DATA / name}: nvidia-smi nvlink --status, 1 GPU(s), 0 link(s), "
+                           "1 GPU(s) in MIG mode (NVLink not queryable)"]

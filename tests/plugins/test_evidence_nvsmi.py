@@ -159,3 +159,16 @@ async def test_remap_pending_and_uncorrectable_rows_on_a_pass_through_a10():
     assert sorted(f.title for f in res.findings if f.severity == Severity.WARN) == [
         "GPU 0 (0000:07:00): 4 rows remapped for uncorrectable errors",
         "GPU 0 (0000:07:00): a row remap is pending: reset the GPU to activate it"]
+
+
+@pytest.mark.parametrize("name,bus", [("nvidia_gpu_exporter-h100-mig-590.48.01-q-idle-gen5-x16.txt", "0000:00:09"),
+                                      ("nvidia_gpu_exporter-h200-mig-590.48.01-q-idle-gen5-x16.txt", "0000:83:00")])
+async def test_a_mig_gpu_at_gen5_x16_has_its_pcie_link_judged(name, bus):
+    # MIG mode: utilisation N/A, so the generation-under-load rule cannot apply; the width
+    # (x16 of x16) and generation (5 of 5) were read: judged, not "nothing could be judged"
+    _, (g,) = read(name)
+    assert (g.mig, g.util_gpu, g.pcie_gen, g.pcie_gen_max, g.pcie_width, g.pcie_width_max) == (True, None, 5, 5, 16, 16)
+    assert "pcie" in gpuhealth.judged_kinds(g)
+    res = await probe(name, kinds=["pcie"])
+    assert [(f.severity, f.rule) for f in res.findings] == [(Severity.OK, "gpu.not_checked.pcie"), (Severity.OK, "gpu.ok")]
+    assert bus in res.findings[0].title

@@ -61,6 +61,15 @@ XID_CASES = [
     ("gpu-burn-issue1-aer-surprise-down-then-xid79-EXCERPT.txt", [(79, "0000:02:00", None)], {"0000:02:00": "RESTART_BM"}),
     # dmesg -H: only AER lines, no NVRM line at all
     ("returnn-issue1500-dmesg-H-relative-stamps-aer-fatal-EXCERPT.txt", [], {}),
+    # Xid 79 plus the driver's own fall-off line (dropped for that GPU), then fatal SXids (sxid.py)
+    ("gpud-sxid-readme-xid79-then-fatal-sxid-20034-EXCERPT.txt", [(79, "0000:91:00", None), (None, "0000:91:00", None)],
+     {"0000:91:00": "RESTART_BM"}),
+    # NVSwitch (SXid) and Fabric Manager lines only: no GPU Xid (test_evidence_kernel judges them)
+    ("nvtrust-issue124-sxid-22013-nonfatal-plain-dmesg-EXCERPT.txt", [], {}),
+    ("canonical-tdx-issue414-sxid-22013-nonfatal-links-44-46-EXCERPT.txt", [], {}),
+    ("gpud-pr338-decode-iso-sxid-12028-data-line-only.txt", [], {}),
+    ("gpud-fabricmanager-log-fatal-20034-nonfatal-12028-multicast-EXCERPT.txt", [], {}),
+    ("gpu-operator-issue610-fabricmanager-journal-nothing-to-do-EXCERPT.txt", [], {}),
 ]
 
 

@@ -183,13 +183,16 @@ foreign = st.text(st.characters(codec="ascii", categories=["L", "N", "P", "Zs"])
 
 
 def _probe_verdict(probe, field: str, text: str) -> Severity:
-    from cockpit_runbooks.context import RunContext
+    from cockpit_runbooks.context import NotApplicable, RunContext
     from pluginctx import make_ctx
 
     path = _TMP / "input.txt"
     path.write_text(text)
     rc = RunContext(make_ctx(config={}), **{field: (str(path),)})
-    return verdict(asyncio.run(probe(rc, {})).findings)
+    try:
+        return verdict(asyncio.run(probe(rc, {})).findings)
+    except NotApplicable:  # an empty file: the step is n/a and adds no finding, never an OK
+        return Severity.UNKNOWN
 
 
 def _files(family: str, *suffixes: str) -> list[Path]:
@@ -378,3 +381,44 @@ def test_cut_or_mangled_slurm_text_never_raises(path, where, junk):
         sev = _probe_verdict(probes_slurm.slurm_records, "slurm_files", t)
         if "sdiag" in path.name and "Server thread count:" not in t:
             assert sev != Severity.OK
+
+
+# --- Kernel logs: NVIDIA fault lines never vanish into an OK (issue #26) -------------------
+#
+# * any recorded kernel-log line that is an NVIDIA fault (an Xid, an SXid, a Fabric Manager
+#   error, a driver line no rule reads), set alone or among foreign lines, mangled by a cut
+#   after its first 12 characters: the verdict is never OK (understood -> its finding;
+#   not understood -> UNKNOWN naming it);
+# * empty and whitespace-only input is n/a (never OK) for every file probe.
+
+def _fault_lines():
+    from cockpit_runbooks import unrecognised
+
+    out = []
+    for p in _files("xid-dmesg", ".txt", ".log"):
+        out += [ln for ln in p.read_text().splitlines() if unrecognised.is_fault_like(ln) and "Xid" not in ln[:12]]
+    return out
+
+
+FAULT_LINES = _fault_lines()
+
+
+@TRUNC
+@given(st.sampled_from(FAULT_LINES), st.floats(0, 1), st.lists(foreign, max_size=3), st.integers(0, 3))
+def test_an_nvidia_fault_line_never_reads_ok(line, where, junk, at):
+    from cockpit_runbooks import unrecognised
+
+    cut = line[: 12 + int(where * (len(line) - 12))]
+    if not unrecognised.is_fault_like(cut):
+        return  # the cut took away what made it an NVIDIA fault line (e.g. only "[  84.3] NVRM: GPU6" left)
+    lines = list(junk)
+    lines.insert(at % (len(lines) + 1), cut)
+    assert _kernel("\n".join(lines) + "\n") != Severity.OK, cut
+
+
+@TRUNC
+@given(st.sampled_from(["", "\n", "  \n\t\n", "\r\n"]),
+       st.sampled_from(["kernel", "smi", "nvlink"]))
+def test_empty_input_is_never_ok(text, family):
+    judge = {"kernel": _kernel, "smi": _smi, "nvlink": _nvlink}[family]
+    assert judge(text) != Severity.OK
