@@ -49,3 +49,25 @@ async def test_every_screen_says_simulated(tmp_path, size):
             if what == "describe":
                 await wait_for_text(pilot, "the demo's simulated Slurm, not a real one", "describe's title")
             await back_to_main(pilot, app)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_number_keys_switch_views_on_history_and_utilization(tmp_path, size):
+    from cockpit.tui.accounting import open_utilization
+    from cockpit.tui.screens.history import HistoryScreen
+    from cockpit.tui.screens.utilization import UtilizationScreen
+
+    app = demo(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        for opener, cls, first, longer in ((open_history, HistoryScreen, "1d", "7d"),
+                                           (open_utilization, UtilizationScreen, "7d", "30d")):
+            opener(app)
+            screen = await wait_until(pilot, lambda: isinstance(app.screen, cls) and app.screen, cls.__name__)
+            await pilot.press("right_square_bracket")
+            await wait_until(pilot, lambda: screen.window == longer, "] widens the window")
+            await pilot.press("left_square_bracket", "left_square_bracket")
+            await wait_until(pilot, lambda: screen.window != longer and screen.window != first, "[ narrows it")
+            await pilot.press("4")
+            await wait_until(pilot, lambda: app.screen is app.main and app.main.current == "partitions",
+                             f"4 on {cls.__name__}: the Partitions view")
