@@ -36,6 +36,7 @@ class General:
     backend: str = _f("auto", "Data source: auto, slurm-cli, pyslurm or demo. auto picks pyslurm only where it imports and matches the cluster's Slurm version.")
     read_only: bool = _f(False, "Refuse every action (jobs, nodes, plugins). --read-only sets it too.")
     audit_log: str = _f("", "JSON Lines audit file; empty = $XDG_STATE_HOME/cockpit/audit.jsonl.")
+    demo_audit_log: str = _f("", "The demo's own audit file (--demo never writes audit_log); empty = $XDG_STATE_HOME/cockpit/demo-audit.jsonl.")
     host: str = _f("", "Run Slurm commands on this host over SSH (a login node); empty = locally.")
     command_timeout: float = _f(30.0, "Seconds before a Slurm command is given up.")
     slurm_bin_dir: str = _f("", "Directory holding squeue/sinfo/scontrol; empty = PATH.")

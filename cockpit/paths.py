@@ -25,3 +25,9 @@ def data_home() -> Path:
 
 def default_audit_log() -> Path:
     return state_home() / "audit.jsonl"
+
+
+def default_demo_audit_log() -> Path:
+    """The demo's own audit file: the demo acts on a simulated cluster and never
+    writes the site's audit log (``--demo`` is sealed)."""
+    return state_home() / "demo-audit.jsonl"

@@ -370,7 +370,8 @@ class Actions:
 
 def actions_for_backend(backend: Any, config: Any, *, read_only: bool, confirm: Confirm | None = None) -> Actions:
     """The gate for a backend: its own executor (``action_executor``), the audit log of
-    ``config``, the read-only flag and a confirmation policy.
+    ``config`` (the demo's own one for a simulated backend: never the site's), the
+    read-only flag and a confirmation policy.
 
     Raises ConfigError when the audit log path is unusable."""
     from cockpit.core.audit import AuditLog
@@ -378,7 +379,8 @@ def actions_for_backend(backend: Any, config: Any, *, read_only: bool, confirm: 
     caps = backend.capabilities()
     executor = caps.executor.action_executor(config) if caps.executor is not None else None
     why = "" if executor is not None else (caps.cannot_act or f"the {backend.name} backend cannot act")
-    return Actions(executor, read_only=bool(read_only), audit=AuditLog.from_config(config),
+    audit = AuditLog.from_config(config, simulated=caps.simulated)
+    return Actions(executor, read_only=bool(read_only), audit=audit,
                    confirm=confirm, cannot_act=why)
 
 

@@ -10,6 +10,11 @@ Each line is written with a single ``write`` on a descriptor opened with
 interleave partial lines and a crash loses at most the line being written.
 Lines are ASCII (``ensure_ascii``): newlines or U+2028 in a hostile reason
 can never split a record.
+
+Every line names the ``session`` that wrote it (one id per AuditLog, i.e. per
+cockpit process) and whether it acted on a ``simulated`` cluster: the audit
+viewer offers a follow-up ("resume this node") only where it can be followed up
+here. The demo writes its own file (``general.demo_audit_log``), never the site's.
 """
 
 from __future__ import annotations
@@ -19,11 +24,12 @@ import json
 import os
 import socket
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 from cockpit.errors import ConfigError
-from cockpit.paths import default_audit_log
+from cockpit.paths import default_audit_log, default_demo_audit_log
 
 
 def operator() -> dict[str, str | None]:
@@ -38,17 +44,24 @@ def operator() -> dict[str, str | None]:
 class AuditLog:
     """Appends audit records to ``path``. Raises ConfigError if it cannot."""
 
-    def __init__(self, path: str | os.PathLike[str], cluster: str = "") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, simulated: bool = False, cluster: str = "") -> None:
         self.path = Path(path).expanduser()
+        self.simulated = simulated
+        self.session = uuid.uuid4().hex[:12]
         self._who = operator()
         self._host = socket.gethostname()
         self._cluster = cluster  # [clusters.NAME] acted on: with several clusters, the line says which
 
     @classmethod
-    def from_config(cls, cfg: Any) -> AuditLog:
-        """general.audit_log, or $XDG_STATE_HOME/cockpit/audit.jsonl."""
-        configured = getattr(cfg.general, "audit_log", "")
-        return cls(configured or default_audit_log(), cluster=getattr(cfg, "cluster", ""))
+    def from_config(cls, cfg: Any, *, simulated: bool = False) -> AuditLog:
+        """general.audit_log, or $XDG_STATE_HOME/cockpit/audit.jsonl; for a simulated
+        cluster (the demo) general.demo_audit_log, or .../demo-audit.jsonl. Lines name
+        the [clusters.NAME] in use."""
+        cluster = getattr(cfg, "cluster", "")
+        if simulated:
+            return cls(getattr(cfg.general, "demo_audit_log", "") or default_demo_audit_log(), simulated=True,
+                       cluster=cluster)
+        return cls(getattr(cfg.general, "audit_log", "") or default_audit_log(), cluster=cluster)
 
     def check_writable(self) -> None:
         """Create the file (0600, parents 0700) and prove it can be appended to.
@@ -87,6 +100,8 @@ class AuditLog:
             "host": self._host,
             **({"cluster": self._cluster} if self._cluster else {}),
             "pid": os.getpid(),
+            "session": self.session,
+            "simulated": self.simulated,
             "action": action,
         }
 

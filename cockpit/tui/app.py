@@ -48,6 +48,7 @@ from cockpit.tui.screens.help import KeysScreen, QuitScreen
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.selection import nodes_in_view
 from cockpit.tui.telemetry import KIND as TELEMETRY, LiveTelemetry, telemetry_blocker, visible_gpu_nodes
+from cockpit.tui.widgets.crumbs import app_title
 from cockpit.tui.widgets.pulse import PulseView
 from cockpit.tui.widgets.vtable import VTable
 
@@ -108,6 +109,7 @@ class CockpitApp(App):
         self.openers = PluginOpeners(self)
         self.viewers = Viewers(self)
         self.plugins = plugins if plugins is not None else PluginRegistry.load()
+        self.title = app_title(self.simulated)  # every pushed screen's header says SIMULATED in the demo
         self._add_plugin_keys()
         self._gate: Actions | None = None
         why = telemetry_blocker(self.config, self.probes, self.simulated)

@@ -95,8 +95,16 @@ class Viewers:
         self.app.push_screen(SlurmLogsScreen(targets[0] if kind == "node" and targets else None))
 
     def audit_log(self) -> None:
-        from cockpit.core.audit import AuditLog
+        """The gate's own audit log (the demo's is its own file), with this session's id:
+        the viewer follows up only what can be followed up here."""
+        from cockpit.errors import ConfigError
         from cockpit.tui.screens.audit import AuditScreen
 
-        if not isinstance(self.app.screen, AuditScreen):
-            self.app.push_screen(AuditScreen(str(AuditLog.from_config(self.app.config).path)))
+        if isinstance(self.app.screen, AuditScreen):
+            return
+        try:
+            audit = self.app.gate().audit
+        except ConfigError as exc:
+            self.app.notify(str(exc), severity="error")
+            return
+        self.app.push_screen(AuditScreen(str(audit.path), session=audit.session, simulated=audit.simulated))

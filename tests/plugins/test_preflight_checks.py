@@ -267,8 +267,9 @@ def test_drain_goes_through_the_gate(tmp_path):
     doc = json.loads(ro.stdout)
     assert ro.returncode == 2 and doc["data"]["drains"] == []
     assert any(f["rule"] == "burnin-drain" and "read-only mode" in f["title"] for f in doc["findings"])
-    (rec,) = read_audit(tmp_path / "state" / "cockpit" / "audit.jsonl")
+    (rec,) = read_audit(tmp_path / "state" / "cockpit" / "demo-audit.jsonl")  # the demo's own file
     assert (rec["action"], rec["result"], rec["targets"]) == ("drain", "refused", ["node02"])
+    assert not (tmp_path / "state" / "cockpit" / "audit.jsonl").exists()  # never the site's
 
 
 def test_read_only_refuses_a_launch_and_audits_it(tmp_path):

@@ -28,7 +28,7 @@ AUDIT = "/nonexistent/cockpit-snapshots/audit.jsonl"  # the audit view says ther
 
 def demo_app() -> CockpitApp:
     clock = lambda: FROZEN  # noqa: E731 - frozen: snapshots must not depend on the date
-    return CockpitApp(DemoBackend(seed=7, clock=clock), Config(general=General(audit_log=AUDIT)), clock=clock)
+    return CockpitApp(DemoBackend(seed=7, clock=clock), Config(general=General(audit_log=AUDIT, demo_audit_log=AUDIT)), clock=clock)
 
 
 def check_screen(app) -> None:

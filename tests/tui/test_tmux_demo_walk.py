@@ -77,7 +77,7 @@ def term(request, tmp_path):
         pytest.skip(f"{COCKPIT} missing: pip install -e '.[test]' into this environment")
     t = Terminal(tmp_path, request.param)
     t.start([str(COCKPIT), "--demo"])
-    t.audit = tmp_path / "state" / "cockpit" / "audit.jsonl"  # type: ignore[attr-defined]
+    t.audit = tmp_path / "state" / "cockpit" / "demo-audit.jsonl"  # type: ignore[attr-defined]  # the demo's own
     try:
         yield t
     finally:
@@ -130,3 +130,4 @@ def test_the_3am_walk(term):
     text = term.wait(lambda s: "Nodes" in header(s) and "Nodes: " in s, "the nodes view")
     assert "marked:" not in text, text
     assert term.audit.exists() and '"drain"' in term.audit.read_text()
+    assert not term.audit.with_name("audit.jsonl").exists()  # the site's audit log: never written by the demo

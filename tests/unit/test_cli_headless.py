@@ -68,7 +68,7 @@ def test_bad_config_is_one_line(tmp_path):
     proc = cockpit("--config", str(cfg), "--demo", "snapshot")
     assert proc.returncode == 2
     assert _one_line_error(proc) == [f"cockpit: {cfg}: unknown key general.readonly "
-                                     "(known: audit_log, backend, command_timeout, host, read_only, slurm_bin_dir)"]
+                                     "(known: audit_log, backend, command_timeout, demo_audit_log, host, read_only, slurm_bin_dir)"]
 
 
 def test_missing_slurm_commands(tmp_path):

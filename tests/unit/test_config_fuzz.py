@@ -140,7 +140,7 @@ def test_a_key_with_a_newline_or_escape_is_shown_escaped(tmp_path):
     with pytest.raises(ConfigError) as exc:
         load_config(str(path))
     assert str(exc.value) == f"{path}: unknown key 'general.x\\n\\x1b[2J' (known: audit_log, backend, " \
-                             "command_timeout, host, read_only, slurm_bin_dir)"
+                             "command_timeout, demo_audit_log, host, read_only, slurm_bin_dir)"
 
 
 def test_a_config_path_that_cannot_be_a_file_is_one_line(tmp_path):

@@ -1,8 +1,9 @@
 """The frame of a screen that shows one accounting answer over a window (the
 last 14 days, 7 days ...): a title line; in a scroll, a status line that says
 "asking accounting …" until the answer comes, or why none came; and what the
-screen composes under it. The number keys of a subclass's BINDINGS call
-``window('7d')``, which asks again."""
+screen composes under it. ``[`` and ``]`` (:func:`window_keys`) step to the next
+shorter or longer of a subclass's ``windows`` and ask again: the number keys
+switch views, on these screens as everywhere (issue 25)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, TypeVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -22,6 +24,18 @@ from cockpit.tui.widgets.crumbs import Breadcrumb
 T = TypeVar("T")
 
 
+def window_keys(prefix: str) -> list[Binding]:
+    """``[`` / ``]``: a shorter / longer time window (the screen's ``window_step``)."""
+    return [Binding("left_square_bracket", "window_step(-1)", "Shorter window", key_display="[", id=f"{prefix}.shorter"),
+            Binding("right_square_bracket", "window_step(1)", "Longer window", key_display="]", id=f"{prefix}.longer")]
+
+
+def stepped(windows: tuple[str, ...], window: str, step: int) -> str:
+    """The window ``step`` places along ``windows`` from ``window``, kept at the ends."""
+    at = windows.index(window) if window in windows else 0
+    return windows[max(0, min(len(windows) - 1, at + step))]
+
+
 class AccountingWindowScreen(Screen):
     """A subclass names its widgets (``title_id``, ``status_id``), adds its own
     under the status line (``compose_body``) and defines ``load`` as its worker,
@@ -29,6 +43,7 @@ class AccountingWindowScreen(Screen):
 
     title_id = ""
     status_id = ""
+    windows: tuple[str, ...] = ()  # shortest first: what [ and ] step through
 
     def __init__(self, window: str) -> None:
         super().__init__()
@@ -52,6 +67,9 @@ class AccountingWindowScreen(Screen):
     def action_window(self, window: str) -> None:
         self.window = window
         self.load()
+
+    def action_window_step(self, step: int) -> None:
+        self.action_window(stepped(self.windows, self.window, step))
 
     def load(self) -> Any:
         raise NotImplementedError

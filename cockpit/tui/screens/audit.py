@@ -6,7 +6,9 @@ filters like the tables (``action:drain result:failed user:alice`` or words);
 ``Enter`` shows the record's exact command and Slurm's words; ``a`` offers the
 follow-ups of the record under the cursor ("resume this node" after a drain,
 "release" after a hold), run through the same gate as every action
-(confirmed with the exact argv, refused in read-only mode, audited). Records
+(confirmed with the exact argv, refused in read-only mode, audited), and only
+where it can be followed up here (:func:`follow_up_blocker`: never another
+session's simulated action, never a target this cluster does not have). Records
 are data: sanitized, shown as Text.
 """
 
@@ -40,6 +42,32 @@ FOLLOW_UPS = {"drain": ("resume", "resume this node"), "down": ("resume", "resum
               "reboot": ("resume", "resume this node"), "hold": ("release", "release this job"),
               "requeuehold": ("release", "release this job"), "resume": ("drain", "drain this node again")}
 RESULT_STYLE = {"failed": "bad", "refused": "bad", "unknown": "pending", "done": "running"}
+
+
+def _simulated(rec: dict[str, Any]) -> bool:
+    # lines written before records carried "simulated" name the demo's executor
+    return bool(rec.get("simulated")) or "simulated" in str(rec.get("executor") or "")
+
+
+def follow_up_blocker(rec: dict[str, Any], session: str, simulated: bool, snap: Any) -> str:
+    """Why the record's follow-up cannot be offered in this session ("" when it can).
+    This session's own actions can always be followed up; another session's only when
+    neither is simulated (a demo's state lives and dies with its process) and this
+    cluster has the target now."""
+    if session and rec.get("session") == session:
+        return ""
+    if _simulated(rec):
+        return "a simulated action of another session (that demo's cluster is gone)"
+    if simulated:
+        return "an action of another session on a real cluster (this is the demo)"
+    target, kind = str(rec.get("target") or ""), rec.get("kind")
+    if snap is None:
+        return "no cluster data yet to check the target against"
+    if kind == "node" and snap.node(target) is None:
+        return f"{target} is not a node of this cluster"
+    if kind == "job" and not any(str(j.job_id) == target.split("_")[0] for j in snap.jobs):
+        return f"job {target} is not in this cluster's queue"
+    return ""
 
 
 class AuditTable(VTable, inherit_bindings=False):
@@ -82,9 +110,11 @@ class AuditScreen(Screen):
     """
     crumb = "audit log"
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, session: str = "", simulated: bool = False) -> None:
+        """``session``: the id this session's gate writes (cockpit.core.audit.AuditLog.session)."""
         super().__init__()
         self.path = path
+        self.session, self.simulated = session, simulated
         self.records: list[dict[str, Any]] = []
         self.by_key: dict[str, dict[str, Any]] = {}
         self.query_text = ""
@@ -165,8 +195,13 @@ class AuditScreen(Screen):
                 out.append("\n   " + clean(extra, 400))
             follow = FOLLOW_UPS.get(str(rec.get("action")))
             if follow and rec.get("target"):
-                out.append(f"\n   a: {follow[1]} ({rec.get('target')})", style="dim")
+                why = self._blocker(rec)
+                out.append(f"\n   a: {follow[1]} ({rec.get('target')})" if not why else f"\n   no follow-up: {why}",
+                           style="dim")
         self.query_one("#audit-detail", Static).update(out)
+
+    def _blocker(self, rec: dict[str, Any]) -> str:
+        return follow_up_blocker(rec, self.session, self.simulated, getattr(self.app, "snapshot", None))
 
     # -- keys -------------------------------------------------------------
     def targets(self) -> tuple[str, tuple[str, ...]]:
@@ -191,6 +226,10 @@ class AuditScreen(Screen):
         kind, targets = self.targets()
         if follow is None or not targets:
             self.notify("no follow-up for this record (drain/down/reboot: resume; hold: release)", severity="warning")
+            return
+        why = self._blocker(rec)
+        if why:
+            self.notify(f"no follow-up here: {clean(why, 160)}", severity="warning", markup=False)
             return
         self.app.acting.start(kind, targets, follow[0])
 

@@ -1,5 +1,6 @@
-"""History: finished jobs from Slurm's accounting, newest first (``1``/``2``/``3``:
-the last hour, day, week); Enter opens one with its efficiency.
+"""History: finished jobs from Slurm's accounting, newest first (``[``/``]``:
+a shorter/longer window of the last hour, day, week; the number keys switch views
+as everywhere); Enter opens one with its efficiency.
 
 The query runs in a worker and big outputs are parsed in a thread
 (cockpit.backends.accounting), the rows are built in a thread: keys keep
@@ -26,11 +27,12 @@ from cockpit.errors import CockpitError
 from cockpit.hostlist import collapse
 from cockpit.models.accounting import FAILED_STATES, JobRecord
 from cockpit.text import clean
+from cockpit.tui.screens.acctwindow import stepped, window_keys
 from cockpit.tui.rows import Column, Row, build_table, duration
 from cockpit.tui.widgets.crumbs import Breadcrumb
 from cockpit.tui.widgets.vtable import VTable
 
-WINDOWS = {"1": "1h", "2": "1d", "3": "7d"}
+WINDOWS = ("1h", "1d", "7d")
 COLUMNS = (
     Column("JOBID", 6, 0, pin=True), Column("NAME", 8, 1), Column("USER", 4, 2, pin=True),
     Column("PARTITION", 6, 3), Column("STATE", 9, 4, pin=True), Column("EXIT", 4, 5, "right"),
@@ -62,9 +64,7 @@ def rows_table(jobs: tuple[JobRecord, ...]):
 class HistoryScreen(Screen):
     BINDINGS = [
         Binding("escape,q", "app.pop_screen", "Back", id="history.back"),
-        Binding("1", "window('1h')", "1 h", id="history.hour"),
-        Binding("2", "window('1d')", "1 d", id="history.day"),
-        Binding("3", "window('7d')", "7 d", id="history.week"),
+        *window_keys("history"),
         Binding("r", "reload", "Reload", id="history.reload"),
     ]
     DEFAULT_CSS = """
@@ -99,6 +99,9 @@ class HistoryScreen(Screen):
         self.window = window
         self.load()
 
+    def action_window_step(self, step: int) -> None:
+        self.action_window(stepped(WINDOWS, self.window, step))
+
     def action_reload(self) -> None:
         self.load()
 
@@ -110,7 +113,7 @@ class HistoryScreen(Screen):
         from cockpit.core.accounting import history, job_query, parse_since, require_accounting
 
         now = self.app.clock()
-        self.query_one("#history-title", Static).update(Text(f" finished jobs, last {self.window} (1/2/3: hour/day/week)"))
+        self.query_one("#history-title", Static).update(Text(f" finished jobs, last {self.window} ([ ]: hour/day/week)"))
         self._status(f"asking accounting for the jobs that ended in the last {self.window} …")
         try:
             acct = await require_accounting(self.app.backend)

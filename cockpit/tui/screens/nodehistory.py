@@ -1,7 +1,7 @@
 """A node's event history from accounting: drains, downs and reboots with reason,
 who and when, the one-line summary ("drained 3x in 14 d, 2x Xid 79, 4 of the last
 10 jobs failed"), a FLAPPING mark, and its last finished jobs (Enter on none:
-read only). ``1``/``2``: the last 14 / 30 days."""
+read only). ``[``/``]``: the last 14 / 30 days."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from cockpit.text import clean
 from cockpit.tui.rows import duration
-from cockpit.tui.screens.acctwindow import AccountingWindowScreen
+from cockpit.tui.screens.acctwindow import AccountingWindowScreen, window_keys
 
 
 def _when(t) -> str:
@@ -46,9 +46,8 @@ def history_renderables(h, now: float) -> list:
 
 
 class NodeHistoryScreen(AccountingWindowScreen):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="nodehistory.back"),
-                Binding("1", "window('14d')", "14 d", id="nodehistory.14d"),
-                Binding("2", "window('30d')", "30 d", id="nodehistory.30d")]
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="nodehistory.back"), *window_keys("nodehistory")]
+    windows = ("14d", "30d")
     DEFAULT_CSS = "NodeHistoryScreen #nh-title { background: $panel; text-style: bold; height: 1; }"
     title_id, status_id = "nh-title", "nh-body"
 
@@ -69,7 +68,7 @@ class NodeHistoryScreen(AccountingWindowScreen):
 
         from cockpit.core.nodehistory import node_history
 
-        answer = await self.ask(f" {clean(self.node, 60)}: events, last {self.window} (1/2: 14/30 d)",
+        answer = await self.ask(f" {clean(self.node, 60)}: events, last {self.window} ([ ]: 14/30 d)",
                                 lambda acct, since, now: node_history(acct, self.node, since, now))
         if answer is not None:
             h, now = answer

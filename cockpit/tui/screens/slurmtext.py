@@ -97,7 +97,8 @@ class DescribeScreen(SlurmTextScreen):
 
     async def load(self) -> None:
         argv = ["scontrol", "show", self.kind, self.target]
-        self.title_line(f"{' '.join(argv)}  (Slurm's own words; r asks again)")
+        whose = "the demo's simulated Slurm, not a real one" if self.app.simulated else "Slurm's own words"
+        self.title_line(f"{' '.join(argv)}  ({whose}; r asks again)")
         probes = getattr(self.app, "probes", None)
         if probes is None:
             self.lines([f"{getattr(self.app, 'backend_name', 'this backend')} has no Slurm host to ask"], "bold red")

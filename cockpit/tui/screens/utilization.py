@@ -1,4 +1,4 @@
-"""GPU utilisation over a window (``1``/``2``/``3``: 1, 7, 30 days): a plot of the
+"""GPU utilisation over a window (``[``/``]``: 1, 7, 30 days): a plot of the
 allocated share per period with the 70-80% band that well-scheduled clusters
 reach and the 50% line below which renting beats owning, and the table per
 partition and account (allocated, idle inside allocations, unallocated,
@@ -16,7 +16,7 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from cockpit.text import clean
-from cockpit.tui.screens.acctwindow import AccountingWindowScreen
+from cockpit.tui.screens.acctwindow import AccountingWindowScreen, window_keys
 
 BAND, LINE = (70.0, 80.0), 50.0
 
@@ -47,16 +47,14 @@ def plot_points(u) -> tuple[list[float], list[float]]:
 
 
 class UtilizationScreen(AccountingWindowScreen):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="util.back"),
-                Binding("1", "window('1d')", "1 d", id="util.1d"),
-                Binding("2", "window('7d')", "7 d", id="util.7d"),
-                Binding("3", "window('30d')", "30 d", id="util.30d")]
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="util.back"), *window_keys("util")]
     DEFAULT_CSS = """
     UtilizationScreen #util-title { background: $panel; text-style: bold; height: 1; }
     UtilizationScreen PlotextPlot { height: 16; }
     """
     crumb = "utilization"
     title_id, status_id = "util-title", "util-verdict"
+    windows = ("1d", "7d", "30d")
 
     def __init__(self, window: str = "7d") -> None:
         super().__init__(window)
@@ -76,7 +74,7 @@ class UtilizationScreen(AccountingWindowScreen):
             return await utilization(acct, snap, since, now, tracked=getattr(acct, "tracked_tres", ""),
                                      gpu_utils=job_utils_provider(self.app.config))
 
-        answer = await self.ask(f" GPU utilization, last {self.window} (1/2/3: 1/7/30 d)", fetch)
+        answer = await self.ask(f" GPU utilization, last {self.window} ([ ]: 1/7/30 d)", fetch)
         if answer is not None:
             self.show(answer[0])
 

@@ -156,6 +156,7 @@ class VTable(VTableDrawing, ScrollView, can_focus=True):
         self._has_live = any(c.live for c in self.columns)
         self._base_style: Style | None = None  # self.rich_style during one render_lines call
         self._cursor_cache: tuple[tuple, Style] = ((), Style())
+        self._row_styles: dict[tuple[str, str], Style] = {}  # (theme, row style) -> its readable colours
         self._painted = 0.0  # monotonic time of the last whole repaint
 
     # -- data -----------------------------------------------------------

@@ -4,7 +4,9 @@ the mark gutter and the cursor row's colours (a mixin of VTable, cockpit/tui/wid
 The cursor row's colours are worked out here, not taken from the row's style: the
 theme's cursor background over the table's background, and black or white text,
 whichever has the higher WCAG contrast against it; an ANSI theme reverses the
-terminal's own colours.
+terminal's own colours. Every other row's colour (mixed, down, pending ...) is the
+theme's, moved towards white or black until it reaches WCAG's 4.5:1 against the
+table's background (issue 25: $secondary on a dark theme was 2.7:1, $error 4.1:1).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from cockpit.text import truncate
 from cockpit.tui.rows import Row
 
 MARK = "*"
+READABLE = 4.5  # WCAG AA for text
 
 
 def contrast(a: Color, b: Color) -> float:
@@ -34,6 +37,19 @@ def contrast(a: Color, b: Color) -> float:
     la, lb = lum(a), lum(b)
     return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
 
+
+
+def readable(fg: Color, bg: Color, ratio: float = READABLE) -> Color:
+    """``fg``, or the nearest blend of it towards white or black (whichever ``bg`` is
+    farther from) with at least ``ratio`` contrast against ``bg``."""
+    if contrast(fg, bg) >= ratio:
+        return fg
+    to = max((WHITE, BLACK), key=lambda c: contrast(c, bg))
+    for step in range(1, 21):
+        c = fg.blend(to, step / 20)
+        if contrast(c, bg) >= ratio:
+            return c
+    return to
 
 
 class VTableDrawing:
@@ -55,6 +71,21 @@ class VTableDrawing:
             style = Style(color=fg.rich_color, bgcolor=bg.rich_color, bold=bool(comp.text_style.bold))
         self._cursor_cache = (key, style)
         return style
+
+    def row_style(self, name: str) -> Style:
+        """The colours of a row in state ``name`` (``vtable--NAME``), made readable on this
+        table's background (cached per theme)."""
+        key = (self.app.theme, name)
+        got = self._row_styles.get(key)
+        if got is None:
+            got = self.get_component_rich_style(f"vtable--{name}", partial=True)
+            comp = self.get_component_styles(f"vtable--{name}")
+            under = self.background_colors[1]
+            if comp.has_rule("color") and under.ansi is None and comp.color.ansi is None:
+                fg = under + comp.color  # a colour with alpha ($text-muted) as drawn
+                got += Style(color=readable(fg, under).rich_color)
+            self._row_styles[key] = got
+        return got
 
     def _cells(self, texts: Sequence[str], style: Style, gutter: str = " ") -> list[Segment]:
         segs = [Segment(gutter, style)]
@@ -107,7 +138,7 @@ class VTableDrawing:
         row = self.data.rows[key]
         style = base
         if row.style:
-            style += self.get_component_rich_style(f"vtable--{row.style}", partial=True)
+            style += self.row_style(row.style)
         marked = key in self._marked
         if marked:
             style += self.get_component_rich_style("vtable--marked", partial=True)
