@@ -95,6 +95,21 @@ class ExecutorOffer(Protocol):
 
 
 @runtime_checkable
+class SchedulerStats(Protocol):
+    """slurmctld's own statistics (sdiag): scheduler health."""
+
+    async def fetch_sched_stats(self) -> Any: ...
+
+
+@runtime_checkable
+class UnreadRecords(Protocol):
+    """Records the last load of each kind could not read, one warning each (never dropped
+    in silence): the poller puts them in every snapshot's errors."""
+
+    unread: dict[str, tuple[str, ...]]
+
+
+@runtime_checkable
 class ProbeRunnerOffer(Protocol):
     """Read-only commands on the backend's nodes (nvidia-smi, dmesg, py-spy)."""
 
@@ -113,6 +128,8 @@ class Capabilities:
     lookup: JobLookup | None = None
     executor: ExecutorOffer | None = None
     probes: ProbeRunnerOffer | None = None
+    scheduler_stats: SchedulerStats | None = None
+    unread: UnreadRecords | None = None
     simulated: bool = False  # every record is made up (the demo): SIMULATED on every screen
     cannot_act: str = ""  # why the executor is missing or gives None, in one line
 
@@ -126,7 +143,8 @@ class Capabilities:
         return cls(streaming=have(SnapshotStreaming), accounting=have(AccountingOffer),
                    scheduling=have(SchedulingOffer), inspection=have(JobInspection),
                    output_paths=have(JobOutputPaths), lookup=have(JobLookup),
-                   executor=have(ExecutorOffer), probes=have(ProbeRunnerOffer), simulated=simulated,
+                   executor=have(ExecutorOffer), probes=have(ProbeRunnerOffer),
+                   scheduler_stats=have(SchedulerStats), unread=have(UnreadRecords), simulated=simulated,
                    cannot_act=str(getattr(obj, "cannot_act", "")))
 
 

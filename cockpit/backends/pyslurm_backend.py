@@ -273,7 +273,7 @@ class PyslurmBackend:
             twin = self.cli().capabilities()
             self._caps = Capabilities(streaming=self, accounting=twin.accounting, scheduling=twin.scheduling,
                                       inspection=self, output_paths=twin.output_paths, executor=self,
-                                      probes=self)
+                                      probes=self, scheduler_stats=twin.scheduler_stats, unread=self)
         return self._caps
 
     async def snapshot(self) -> ClusterSnapshot:

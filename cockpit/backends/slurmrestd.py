@@ -137,7 +137,7 @@ class SlurmRestBackend(SlurmCliBackend):
         says why it has none. Accounting over /slurmdb is not read yet (it says so)."""
         if self._caps is None:
             self._caps = Capabilities(streaming=self, accounting=_NoAccounting(), executor=self, probes=self,
-                                      inspection=self)
+                                      inspection=self, unread=self)
         return self._caps
 
     async def job_state(self, job_id: int | str) -> tuple[str, str]:

@@ -16,6 +16,8 @@ import argparse
 import asyncio
 from typing import Any
 
+from cockpit.backends.base import Capabilities
+
 from cockpit.errors import BackendError
 
 FIRST_ANSWER_S = 5.0
@@ -73,15 +75,19 @@ class DeferredBackend:
 
     async def fetch_job(self, job_id: int | str):
         async def one(b):
-            fetch = getattr(b, "fetch_job", None)
-            if fetch is not None:
-                return await fetch(job_id)
+            lookup = b.capabilities().lookup
+            if lookup is not None:
+                return await lookup.fetch_job(job_id)
             return next((j for j in await b.fetch_jobs() if str(job_id) in (str(j.job_id), j.display_id)), None)
 
         return await self._ask(f"job {job_id}", one)
 
     def probe_runner(self, config: Any) -> Any:
         return DeferredProbes(self, config)
+
+    def capabilities(self) -> Capabilities:
+        """One job and probes, each opening the real backend when first asked; nothing acts."""
+        return Capabilities(lookup=self, probes=self, cannot_act="a file-only check takes no action")
 
     async def close(self) -> None:
         if self._real is not None:

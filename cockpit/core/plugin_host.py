@@ -64,13 +64,10 @@ class BackendCluster:
             from cockpit.backends.slurm_metrics import fetch_scheduler_metrics
 
             return await fetch_scheduler_metrics(metrics_url)
-        backend = self._backend
-        if not hasattr(backend, "fetch_sched_stats") and hasattr(backend, "cli"):
-            backend = backend.cli()  # pyslurm: sdiag through the same Slurm's commands, as `cockpit record` does
-        read = getattr(backend, "fetch_sched_stats", None)
+        read = self._caps.scheduler_stats  # pyslurm: its CLI twin's sdiag, as `cockpit record` does
         if read is None:
-            raise BackendError(f"the {getattr(self._backend, 'name', 'session')} backend cannot read slurmctld's statistics")
-        return await read()
+            raise BackendError(f"the {self._backend.name} backend cannot read slurmctld's statistics")
+        return await read.fetch_sched_stats()
 
     async def topology(self) -> Topology:
         return await self._backend.fetch_topology()

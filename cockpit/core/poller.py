@@ -306,9 +306,8 @@ class Poller:
         st = self.status()
         errors = tuple(f"{n}: {k.error}" for n, k in st.kinds.items() if k.failures)
         # Records the backend's last parses left out (one warning each): shown, never dropped.
-        unread = getattr(self.backend, "unread", None)
-        if isinstance(unread, dict):
-            errors += tuple(dict.fromkeys(w for ws in unread.values() for w in ws))
+        if self._caps.unread is not None:
+            errors += tuple(dict.fromkeys(w for ws in self._caps.unread.unread.values() for w in ws))
         return ClusterSnapshot(
             nodes=tuple(self._data["nodes"]),
             partitions=tuple(self._data["partitions"]),

@@ -44,7 +44,7 @@ def session_context(session: Any, plugin: Any, *, yes: bool = False, progress: C
     from cockpit.core.actions import actions_from_session
     from cockpit.telemetry.promsource import gpu_series_for
 
-    simulated = bool(getattr(session.backend, "simulated", False))
+    simulated = session.backend.capabilities().simulated
     return check_context(backend=session.backend, actions=actions_from_session(session, yes=yes),
                          probes=session.backend.probe_runner(session.config),
                          config=plugin_config(session.config, plugin) if config is None else config,

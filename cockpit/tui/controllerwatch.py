@@ -34,15 +34,14 @@ class ControllerUpdated(Message):
 
 
 def _reader(backend: Any):
-    if not hasattr(backend, "fetch_sched_stats") and hasattr(backend, "cli"):
-        backend = backend.cli()  # pyslurm: the same Slurm's sdiag
-    return getattr(backend, "fetch_sched_stats", None)
+    stats = backend.capabilities().scheduler_stats  # pyslurm: the same Slurm's sdiag (its CLI twin)
+    return None if stats is None else stats.fetch_sched_stats
 
 
 class ControllerWatch:
     def __init__(self, app: CockpitApp, backend: Any, interval: float = CONTROLLER_INTERVAL) -> None:
         self.app, self.interval = app, interval
-        self.read = None if getattr(backend, "simulated", False) else _reader(backend)
+        self.read = None if backend.capabilities().simulated else _reader(backend)
         self.error = ""
 
     def node_kind(self) -> NodeKind:
