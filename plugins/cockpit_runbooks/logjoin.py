@@ -16,7 +16,7 @@ _MAX_PIECES = 6  # a ~640-character heartbeat line at a 120-column terminal
 _GLUES = ("", " ")  # a wrap inside a word, and one at a space the paste dropped
 # Every message the watchdog parser reads holds one of these; a joined text without any
 # is not tried against the regexes (most lines of a training log are neither).
-KEYWORDS = ("WorkNCCL", "[PG ", "NCCL WARN")
+KEYWORDS = ("WorkNCCL", "[PG ", "NCCL WARN", "NET/IB", "Call to ibv_")
 
 
 def _crossing(pieces: Sequence[str], glue: str, rxs: Sequence[re.Pattern]) -> bool:
@@ -47,8 +47,22 @@ def _wrapped(lines: Sequence[str], i: int, rxs: Sequence[re.Pattern], record_sta
     return None
 
 
+def _warn_wrapped(lines: Sequence[str], i: int, record_start: re.Pattern, inner: Sequence[re.Pattern]) -> tuple[str, int]:
+    """A NCCL WARN line and the pieces its message was wrapped onto (lines that start no
+    record): glued with no space where that makes a message of ``inner`` (the IB/RoCE
+    errors) cross the wrap, as a fixed-width terminal cuts words, else with one space."""
+    k = 1
+    while k < _MAX_PIECES and i + k < len(lines) and lines[i + k].strip() and not record_start.match(lines[i + k]) \
+            and len(lines[i + k]) < 200:
+        k += 1
+    pieces = list(lines[i:i + k])
+    if k > 1 and _crossing(pieces, "", inner) and not _crossing(pieces, " ", inner):
+        return "".join(pieces), k
+    return " ".join([pieces[0].rstrip()] + [p.strip() for p in pieces[1:]]), k
+
+
 def spans(text: str, rxs: Sequence[re.Pattern], triggers: Sequence[str], record_start: re.Pattern,
-          warn_re: re.Pattern) -> list[tuple[int, int, str]]:
+          warn_re: re.Pattern, inner: Sequence[re.Pattern] = ()) -> list[tuple[int, int, str]]:
     """(first line number, lines joined, text) for every logical line of ``text``."""
     lines = text.splitlines()
     out: list[tuple[int, int, str]] = []
@@ -61,10 +75,10 @@ def spans(text: str, rxs: Sequence[re.Pattern], triggers: Sequence[str], record_
             out.append((i + 1, got[1], got[0]))
             i += got[1]
             continue
-        if whole and warn_re.search(line) and i + 1 < len(lines) and not record_start.match(lines[i + 1]) \
-                and len(lines[i + 1]) < 200:
-            out.append((i + 1, 2, line.rstrip() + " " + lines[i + 1].strip()))  # a WARN's message wrapped
-            i += 2
+        if whole and warn_re.search(line):
+            joined, k = _warn_wrapped(lines, i, record_start, inner)
+            out.append((i + 1, k, joined))
+            i += k
             continue
         out.append((i + 1, 1, line))
         i += 1

@@ -43,6 +43,7 @@ _COMPLETION = re.compile(
     r"opcode[= ](?P<op>\d+),? len[= ](?P<len>\d+),? vendor err (?P<verr>\d+)(?: \((?P<dir>\w+)\))?"
     r"(?: localGid (?P<lgid>\S+))?(?: remoteGids ?(?P<rgid>\S+))?")
 _VERBS = re.compile(r"Call to (?P<call>ibv_\w+) failed(?: with (?:error )?(?P<errno>\d+)?\s*(?P<err>[^,.]*))?")
+MESSAGES = (_COMPLETION, _VERBS)  # what a wrapped WARN is re-joined to make whole (logjoin.py)
 _QP_STATE = re.compile(r"curr state (?P<cur>\w+), next state (?P<next>\w+)")
 _ON_DEV = re.compile(r"on dev (?P<dev>[^,\s]+)")
 _LOCAL_GID = re.compile(r"local GID (?!index)(?P<gid>[^,\s]+)")

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from . import logjoin
+from . import logjoin, nccl_ib
 
 TIMEOUT_RE = re.compile(
     r"(?:\[Rank (\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)"
@@ -70,7 +70,9 @@ FLIGHT_RECORDER_OFF = "FlightRecorder is disabled"
 # nothing may be the first half of a hard-wrapped line.
 _TRIGGERS = ("Watchdog caught", "detected by watchdog", "Timeout at NCCL work", "NCCL WARN", "watchdog got stuck", "Received a dump signal")
 # A line that starts a new log record (so it does not continue a hard-wrapped NCCL WARN).
-_RECORD_START = re.compile(r"^\s*$|^\S+:\d+:\d+ \[|^\[|^\(|^\d{4}-\d\d-\d\d|^\w{3} +\d+ |^\s*(?:what|frame #)")
+_RECORD_START = re.compile(r"^\s*$|^\S+:\d+:\d+ \[|^\S+:\w+ \[\d+\] |^\[|^\(|^\d{4}-\d\d-\d\d"
+                           r"|^(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d+ \d\d:"
+                           r"|^\s*(?:what|frame #)")
 # Lines that show the log is about a NCCL/ProcessGroup failure at all.
 NCCL_TRACE_RE = re.compile(r"ProcessGroupNCCL|NCCL (?:WARN|error)|c10::DistBackendError|ncclSystemError|ncclInternalError")
 
@@ -181,7 +183,7 @@ _ALL = (TIMEOUT_RE, PG_OLD_RE, PG_AT_RE, PG_NEW_RE, HEARTBEAT_RE, DUMP_RE, NCCL_
 
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
-    return logjoin.spans(text, _ALL, _TRIGGERS, _RECORD_START, NCCL_WARN_RE)
+    return logjoin.spans(text, _ALL, _TRIGGERS, _RECORD_START, NCCL_WARN_RE, nccl_ib.MESSAGES)
 
 
 def joined_lines(text: str) -> list[tuple[int, str]]:

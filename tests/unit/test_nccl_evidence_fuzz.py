@@ -3,8 +3,7 @@ the general ones in test_parsers_fuzz.py (which already cut every recorded PyTor
 log after its first problem and insert foreign lines between its records):
 
 * a recorded PyTorch/NCCL log hard-wrapped at any terminal width from 60 to 200
-  columns never reads OK (the joiner re-joins it, or the pieces are named as fault
-  lines not understood);
+  columns reads as the log itself (the joiner puts the pieces back), so never OK;
 * a saved py-spy dump cut anywhere after the start of its last process, or with foreign
   lines inserted between its lines, never reads OK. A cut before the last ``Process``
   line is a whole file of fewer processes (unless the file shows the ``py-spy dump --pid``
@@ -72,8 +71,10 @@ def test_the_recordings_are_all_judged_above_ok():
 
 @TRUNC
 @given(st.sampled_from(LOGS), st.integers(60, 200))
-def test_a_log_hard_wrapped_at_any_width_never_reads_ok(path, width):
-    assert _watchdog(_wrap(path.read_text(), width)) != Severity.OK
+def test_a_log_hard_wrapped_at_any_width_reads_as_the_log_itself(path, width):
+    # stronger than "never OK": the joiner gives back the very verdict (checked for every width
+    # 60-200 of every recording once, 3,948 runs)
+    assert _watchdog(_wrap(path.read_text(), width)) == _watchdog(path.read_text()) != Severity.OK
 
 
 @TRUNC
