@@ -1,7 +1,9 @@
 """A multi-step job on the real test cluster (srun steps inside sbatch): the
-utilisation report and the step TRES parse against numbers this test computes
-from sacct itself. Step usage prints CPU as a duration (``cpu=00:00:01``), the
-shape that broke the report. Every wait polls a state, never a fixed sleep."""
+utilisation report, the steps' TotalCPU and their TRES usage against numbers
+this test computes from sacct itself. Sampled step usage prints CPU as a
+duration (``cpu=00:00:01``), the shape that broke the report; a short step may
+record only ``energy=0`` (tests/data/sacct-tres holds the sampled shape, from
+this cluster). Every wait polls a state, never a fixed sleep."""
 
 from __future__ import annotations
 
@@ -75,10 +77,13 @@ def test_multi_step_job_report_and_step_tres_match_sacct(cluster, tmp_path):
     assert doc["rows"][0]["allocated_gpu_h"] == pytest.approx(expect_h, abs=0.001)
     assert doc["warnings"] == []
 
-    # The steps' TotalCPU and TRESUsageInMax, by hand, against cockpit's reading of them.
+    # The steps' TotalCPU and TRES usage, by hand, against cockpit's reading of them.
+    # (What the usage holds depends on the node's gather: cpu=HH:MM:SS once sampled,
+    # else only energy=0; the recorded unit tests hold the duration shape for sure.)
     assert shown.returncode == 0, shown.stderr
     steps = {s["step_id"]: s for s in json.loads(shown.stdout)["steps"]}
-    by_hand = {r[0].split(".", 1)[1]: r for r in _sacct(job, "JobID,TotalCPU,TRESUsageInMax") if "." in r[0]}
+    by_hand = {r[0].split(".", 1)[1]: r for r in _sacct(job, "JobID,TotalCPU,TRESUsageInMax,TRESUsageInAve")
+               if "." in r[0]}
     for step_id in ("0", "1", "batch"):
         assert steps[step_id]["total_cpu_s"] == pytest.approx(_seconds(by_hand[step_id][1]), abs=0.001)
     from cockpit.backends.accounting_text import SACCT_FIELDS, parse_sacct_parsable
@@ -87,14 +92,21 @@ def test_multi_step_job_report_and_step_tres_match_sacct(cluster, tmp_path):
               env={"SLURM_TIME_FORMAT": "%s"}).stdout
     (rec,) = parse_sacct_parsable(raw)
     parsed = {s.step_id: s for s in rec.steps}
-    for step_id in ("0", "1"):
-        tres = dict(kv.split("=", 1) for kv in by_hand[step_id][2].split(","))
-        assert ":" in tres["cpu"]  # a duration, as the issue says
-        assert parsed[step_id].tres_in_max["cpu"] == pytest.approx(_seconds(tres["cpu"]))
-        assert parsed[step_id].tres_in_max["mem"] == pytest.approx(_kib(tres["mem"]) / 1024)
-    assert sum(parsed[s].tres_in_max["cpu"] for s in ("0", "1")) > 0  # the burn took CPU time
+    for step_id in ("0", "1", "batch"):
+        assert parsed[step_id].tres_in_max == _tres_by_hand(by_hand[step_id][2])
+        assert parsed[step_id].tres_in_ave == _tres_by_hand(by_hand[step_id][3])
 
 
-def _kib(value: str) -> float:
-    units = {"K": 1, "M": 1024, "G": 1024 ** 2}
-    return float(value[:-1]) * units[value[-1]] if value[-1] in units else float(value) / 1024
+def _tres_by_hand(text: str) -> dict[str, float]:
+    out = {}
+    for item in filter(None, text.split(",")):
+        key, value = item.split("=", 1)
+        if value in ("", "N/A"):
+            continue
+        out[key] = _seconds(value) if ":" in value else _mib(value)
+    return out
+
+
+def _mib(value: str) -> float:
+    units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 ** 2}
+    return float(value[:-1]) * units[value[-1]] if value[-1] in units else float(value)
