@@ -162,7 +162,10 @@ def _json_jobs(doc: dict) -> SlurmFile:
         ec = j.get("exit_code")
         code = None
         if isinstance(ec, dict):
-            code = f"{' '.join(ec.get('status') or [])} {_number(ec.get('return_code'))}".strip()
+            status = ec.get("status") or []
+            # 23.02's data_parser v0.0.39 has one word here ("SUCCESS"), later ones a list of them
+            words = [status] if isinstance(status, str) else [str(w) for w in status if isinstance(w, str)]
+            code = f"{' '.join(words)} {_number(ec.get('return_code'))}".strip()
         out.append(JobRecord(str(j.get("job_id", "?")), str(state), code, j.get("nodes"), j.get("name")))
     return SlurmFile("sacct --json", out)
 

@@ -308,3 +308,17 @@ async def test_recorded_but_not_judged_is_never_ok():
     # sshare is recorded (fair share is policy); alone it must not end OK
     res = await _records(DATA / "slurm-postmortem" / "schedmd-slurm-pr114-sshare-a-EXCERPT.txt")
     assert verdict(res.findings) == Severity.UNKNOWN
+
+
+def test_sacct_json_exit_status_as_one_word_is_not_spelled_out():
+    """23.02's data_parser v0.0.39 gives ``exit_code.status`` as one string, later ones a
+    list. No public v0.0.39 recording was found: this fragment has the schema's shape
+    (slurmrestd's v0.0.39 OpenAPI: ``status`` a string enum), not a recorded output."""
+    from cockpit_runbooks.slurmfiles import _json_jobs
+
+    one = {"jobs": [{"job_id": 7, "state": {"current": "COMPLETED"},
+                     "exit_code": {"status": "SUCCESS", "return_code": 0}}]}
+    many = {"jobs": [{"job_id": 8, "state": {"current": ["FAILED"]},
+                      "exit_code": {"status": ["ERROR"], "return_code": {"set": True, "number": 3}}}]}
+    assert _json_jobs(one).jobs[0].exit_code == "SUCCESS 0"
+    assert _json_jobs(many).jobs[0].exit_code == "ERROR 3"
