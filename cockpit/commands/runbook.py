@@ -31,7 +31,7 @@ def register(sub) -> None:
     who = rp.add_mutually_exclusive_group()
     who.add_argument("--job", metavar="ID", help="the job to diagnose")
     who.add_argument("--node", metavar="NODE", help="the node to diagnose (also labels post-mortem files)")
-    rp.add_argument("--kernel-log", action="append", default=[], metavar="FILE", help="kernel log file instead of dmesg on the node (repeatable)")
+    rp.add_argument("--kernel-log", action="append", default=[], metavar="FILE", help="kernel log (or Fabric Manager log) file instead of dmesg on the node (repeatable)")
     rp.add_argument("--job-log", action="append", default=[], metavar="FILE", help="job output file instead of the job's own (repeatable)")
     rp.add_argument("--nvidia-smi", action="append", default=[], metavar="FILE", help="saved nvidia-smi output (-q, -q -x or --query-gpu CSV)")
     rp.add_argument("--nvlink", action="append", default=[], metavar="FILE", help="saved `nvidia-smi nvlink --status`")

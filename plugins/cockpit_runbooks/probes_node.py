@@ -1,5 +1,7 @@
-"""Probes about nodes: Xid in the kernel log, InfiniBand ports, PCIe AER (GPU health
-and NVLink are in probes_gpu).
+"""Probes about nodes: Xid and SXid in the kernel (or Fabric Manager) log, InfiniBand
+ports, PCIe AER (GPU health and NVLink are in probes_gpu). The kernel-log probes share
+one reading of each log (kernellog.py); NVIDIA fault lines it does not understand make
+the log UNKNOWN, never healthy. An empty file is n/a ("the file is empty").
 
 Node commands run over SSH, as an srun step or locally (step ``via``);
 ``--kernel-log``, ``--nvidia-smi``, ``--nvlink`` and ``--ib-root`` replace them

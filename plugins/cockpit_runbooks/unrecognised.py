@@ -18,7 +18,7 @@ _NVIDIA = re.compile(r"NVRM:|\bnvidia|nvswitch|\bS?Xid\b|fabric ?manager|nv-fabr
                      r"|fallen off the bus", re.IGNORECASE)
 _FAULT = re.compile(r"error|\bfail|fault|fatal|time ?out|timed ?out|fallen off|not responding|assert"
                     r"|uncorrect|\bhalt|can'?t recover|cannot recover|reset required|exception|\bS?Xid\b"
-                    r"|\bECC\b|\blost\b|\bpanic|\bBUG\b", re.IGNORECASE)
+                    r"|\bECC\b|\blost\b|\bpanic|(?-i:\bBUG\b)", re.IGNORECASE)
 
 
 def is_fault_like(line: str) -> bool:

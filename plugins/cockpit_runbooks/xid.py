@@ -17,6 +17,9 @@ Recorded forms (tests/data/xid-dmesg/SOURCES.md):
 * GSP faults with no Xid line (``NVRM: GPU6 _kgspLogRpcTimeout: ... GSP Timeout``,
   ``_kgspIsHeartbeatTimedOut``).
 
+NVSwitch SXids and Fabric Manager lines are read by sxid.py; kernellog.py reads a log
+once for every probe.
+
 Actions (resolved): RESTART_APP, RESTART_FM, RESET_GPU, DRAIN_AND_RESET,
 RESTART_BM, IGNORE, CONTACT_SUPPORT.
 """

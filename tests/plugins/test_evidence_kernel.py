@@ -230,3 +230,21 @@ async def test_pcie_sees_the_gpu_that_fell_off_the_bus(name):
     res = await probes_node.pcie_aer(rc, {})
     assert [f.rule for f in res.findings if f.severity == Severity.CRIT] == ["pcie.fallen_off_bus"]
     assert not any(f.rule == "pcie.no_aer" for f in res.findings)
+
+
+def test_healthy_driver_chatter_is_not_a_fault_line():
+    from cockpit_runbooks import unrecognised
+
+    # boot lines of the recordings: module load, NVSwitch probe, MSI
+    healthy = [ln for name in ("nvtrust-issue124-sxid-22013-nonfatal-plain-dmesg-EXCERPT.txt",
+                               "canonical-tdx-issue414-sxid-22013-nonfatal-links-44-46-EXCERPT.txt",
+                               "nvsentinel-issue155-multiline-fallen-off-bus-no-xid-EXCERPT.txt")
+               for ln in (XID / name).read_text().splitlines() if "loading NVIDIA" in ln or "using MSI" in ln
+               or "Probing device" in ln]
+    assert len(healthy) == 6 and not any(unrecognised.is_fault_like(ln) for ln in healthy)
+    # the driver's advice after a crash dump names nvidia-bug-report.sh: "bug" there is no kernel BUG
+    assert not unrecognised.is_fault_like("NVRM: nvidia-bug-report.sh as root to collect this data before")
+    # plain lines are numbered from 1; the probe-routine failure is the one fault line of NVSentinel#155's five
+    lines = (XID / "nvsentinel-issue155-multiline-fallen-off-bus-no-xid-EXCERPT.txt").read_text().splitlines()
+    assert unrecognised.not_understood(lines, understood={1, 2, 3}) == [
+        (4, "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).")]
