@@ -212,7 +212,7 @@ class SlurmCliBackend:
             offers = self.offers()
             self._caps = Capabilities(streaming=self, accounting=offers, scheduling=offers, inspection=self,
                                       output_paths=self, executor=self, probes=self, cannot_act=self.cannot_act,
-                                      scheduler_stats=self if self.runner is not None else None, unread=self)
+                                      scheduler_stats=self, unread=self)
         return self._caps
 
     def _prog(self, name: str) -> str:
