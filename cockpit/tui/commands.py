@@ -63,6 +63,9 @@ def cockpit_commands(app: CockpitApp) -> list[PaletteCommand]:
     from cockpit.tui.accounting import accounting_commands
 
     out += accounting_commands(app)  # history, node events, reservations, utilisation
+    from cockpit.tui.screens.tablecmds import table_commands
+
+    out += table_commands(app)  # the column chooser and the export (C, E)
     return out + plugin_commands(app)
 
 
