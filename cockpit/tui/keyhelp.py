@@ -41,6 +41,8 @@ VIEW_HELP = {
     "main.command": "command line",
     "detail.back": "back",
     "joblog.stream": "switch between stdout and stderr",
+    "view.columns": "choose this view's columns (saved in the config file)",
+    "view.export": "export this view as shown (filtered, sorted) to a .csv or .json file",
 }
 SKIP = {"table.up", "table.down", "table.page-up", "table.page-down", "table.top", "table.bottom",
         "view.pulse", "view.nodes", "view.gpus", "view.partitions", "view.jobs", "main.keys", "main.clear",
