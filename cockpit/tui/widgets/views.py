@@ -66,7 +66,10 @@ class TableView(Vertical):
     def on_mount(self) -> None:
         from cockpit.tui.screens.tablecmds import hidden_from_config
 
-        hidden, unknown = hidden_from_config(self, self.app.config)
+        config = getattr(self.app, "config", None)
+        if config is None:  # hosted by another App (a test's): every column
+            return
+        hidden, unknown = hidden_from_config(self, config)
         self.table.hide_columns(hidden)
         for label in unknown:
             self.app.notify(f"[tui] hidden_columns_{self.kind}: {self.title} has no column {label!r}",
