@@ -261,7 +261,9 @@ async def test_export_writes_the_view_as_shown(tmp_path, size):
                 assert got[0][0] == "JOBID" and [r[0] for r in got[1:]] == order
             else:
                 got = json.loads(text)
-                assert [r["JOBID"] for r in got] == order and all(r["STATE"] == "PENDING" for r in got)
+                state = [c.label for c in table.columns].index("STATE")
+                shown_states = [table.data.rows[k].cells[state] for k in table.data.order]
+                assert [r["JOBID"] for r in got] == order and [r["STATE"] for r in got] == shown_states
         await pilot.press("E")
         dialog = await wait_until(pilot, lambda: isinstance(app.screen, ExportScreen) and app.screen, "export")
         dialog.query_one("Input").value = str(tmp_path / "no" / "such" / "dir.csv")
