@@ -72,6 +72,10 @@ class Tui:
     telemetry: bool = _f(True, "Poll live GPU telemetry (nvidia-smi through the backend's probe runner: SSH to the nodes, or the demo's simulated nodes) for the nodes in view, every [refresh] telemetry seconds; on a real cluster only when SSH reaches the nodes ([general] host, [ssh] jump_host or an ssh config file); false turns it off.")
     watch_output: int = _f(60, "Seconds between looks at the output files of the running jobs (the largest 256 by GPUs): the jobs view's LAST OUT and the Pulse's suspects. Read here where readable, else with stat on the job's batch host through the probe runner; 0 turns it off.")
     silent_after: int = _f(600, "A running job whose output has not changed for this many seconds is listed as a suspect on the Pulse.")
+    hidden_columns_nodes: str = _f("", "Columns the Nodes view hides, comma-separated labels (the column chooser, C, writes it); empty = none.")
+    hidden_columns_gpus: str = _f("", "Columns the GPUs view hides (as hidden_columns_nodes).")
+    hidden_columns_partitions: str = _f("", "Columns the Partitions view hides (as hidden_columns_nodes).")
+    hidden_columns_jobs: str = _f("", "Columns the Jobs view hides (as hidden_columns_nodes).")
 
 
 @dataclass(frozen=True)

@@ -298,7 +298,7 @@ class CockpitApp(App):
             if isinstance(screen, ModalScreen):
                 continue
             if screen is self.main:
-                parts.append(self.main.views[self.main.current].title)
+                parts.append(self.main.crumb_title())
                 continue
             parts.append(clean(str(getattr(screen, "crumb", "") or type(screen).__name__.removesuffix("Screen")), 40))
         return " › ".join(parts)  # node names and job ids are cluster strings: cleaned

@@ -10,8 +10,10 @@ clock has the fixed width it declares. :func:`layout` places them:
 2. else the widest columns are cut down to a common limit (never below the
    ``cap`` the config sets, ``[tui] max_cell_width``), still in schema order;
 3. else the key columns (``Column.pin``: a job's id, state, user, GPUs and
-   reason) stay at the left, each cut to ``cap`` or less, and the others
-   scroll a column at a time (``first``: how many are scrolled off to the left).
+   reason) stay, each cut to ``cap`` or less, and the others scroll a column at
+   a time (``first``: how many are scrolled off to the left); what is shown is
+   still in schema order: a narrower terminal hides columns, it never moves
+   them (issue 25: the order changed with the width).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class ColumnLayout:
     placed: tuple[Placed, ...]
     hidden_left: int = 0  # scrolling columns scrolled off to the left
     hidden_right: int = 0  # scrolling columns that do not fit on the right
-    pinned: int = 0  # how many of ``placed`` are key columns held at the left (mode 3)
+    pinned: int = 0  # how many of ``placed`` are key columns held in place (mode 3)
+    pins: tuple[int, ...] = ()  # their indexes
 
     @property
     def scrolls(self) -> bool:
@@ -113,11 +116,17 @@ def _fill(natural: Sequence[int], floors: Sequence[int], room: int, low: int) ->
 
 
 def layout(columns: Sequence[Any], widths: Sequence[int], width: int, cap: int, first: int = 0,
-           scroll_room: int = MIN_SCROLL_AREA) -> ColumnLayout:
+           scroll_room: int = MIN_SCROLL_AREA, hidden: frozenset[int] = frozenset()) -> ColumnLayout:
     """Place ``columns`` (with data ``widths``) in ``width`` cells; ``cap``: the width
     a column may be cut to while others need room (a column's own ``cap`` wins);
     ``first``: scrolled-off columns; ``scroll_room``: cells the key columns leave
-    to the scrolling ones."""
+    to the scrolling ones; ``hidden``: indexes of columns the operator chose not to see."""
+    if hidden:
+        keep = [i for i in range(len(columns)) if i not in hidden] or [0]
+        sub = layout([columns[i] for i in keep], [widths[i] if i < len(widths) else 0 for i in keep] if widths else (),
+                     width, cap, first, scroll_room)
+        return ColumnLayout(tuple(Placed(keep[p.index], p.width) for p in sub.placed), sub.hidden_left,
+                            sub.hidden_right, sub.pinned, tuple(keep[i] for i in sub.pins))
     room = max(1, width - GUTTER)
     natural = natural_widths(columns, widths)
     floors = [min(n, cell_len(c.label) + 1) for n, c in zip(natural, columns)]
@@ -151,4 +160,5 @@ def layout(columns: Sequence[Any], widths: Sequence[int], width: int, cap: int, 
             break
         left -= w + 1
         shown += 1
-    return ColumnLayout(tuple(placed), first, len(rest) - first - shown, len(pins))
+    placed.sort(key=lambda p: p.index)  # the schema's order, whatever scrolled in
+    return ColumnLayout(tuple(placed), first, len(rest) - first - shown, len(pins), tuple(pins))

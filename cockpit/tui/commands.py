@@ -105,6 +105,15 @@ def _app(action: str) -> Callable[[Any, str], Any]:
     return lambda app, _arg: getattr(app, action)()
 
 
+def _table(word: str) -> Callable[[Any, str], Any]:
+    def run(app: Any, _arg: str) -> None:
+        from cockpit.tui.screens.tablecmds import run_table_command
+
+        run_table_command(app, word)
+
+    return run
+
+
 _VIEW_WORDS = {"pulse": ("overview", "p"), "nodes": ("no",), "gpus": ("gpu", "g"),
                "partitions": ("partition", "part", "pa"), "jobs": ("j", "squeue")}
 COLON_COMMANDS: tuple[ColonCommand, ...] = (
@@ -141,6 +150,10 @@ COLON_COMMANDS: tuple[ColonCommand, ...] = (
     ColonCommand(("pause", "resume"), _app("action_toggle_pause"), "Stop or restart refreshing (p)",
                  "Pause / resume polling"),
     ColonCommand(("refresh",), _app("action_refresh_now"), "Fetch everything now (r)", "Refresh now"),
+    ColonCommand(("columns", "cols"), _table("columns"), "Show or hide the view's columns; saved in the config "
+                 "file (C)", "Columns: choose the view's columns"),
+    ColonCommand(("export",), _table("export"), "The rows as shown (filtered, sorted, shown columns) to a CSV or "
+                 "JSON file (E)", "Export the view"),
     ColonCommand(("quit", "q", "exit"), _app("action_request_quit"), "Quit cockpit (asks first, as q does)", "Quit"),
 )
 

@@ -42,6 +42,8 @@ VIEW_HELP = {
     "main.problems": "what the last fetch could not read: each record left out, named",
     "detail.back": "back",
     "joblog.stream": "switch between stdout and stderr",
+    "view.columns": "choose this view's columns (saved in the config file)",
+    "view.export": "export this view as shown (filtered, sorted) to a .csv or .json file",
 }
 SKIP = {"cockpit.keys", "cockpit.quit", "command.complete", "table.up", "table.down", "table.page-up", "table.page-down", "table.top", "table.bottom",
         "view.pulse", "view.nodes", "view.gpus", "view.partitions", "view.jobs", "main.keys", "main.clear",

@@ -92,7 +92,8 @@ class Viewers:
         from cockpit.tui.screens.slurmtext import SlurmLogsScreen
 
         kind, targets = current_targets(self.app)
-        self.app.push_screen(SlurmLogsScreen(targets[0] if kind == "node" and targets else None))
+        node = targets[0] if kind == "node" and targets else None
+        self.app.push_screen(SlurmLogsScreen(node, targets[0] if kind == "job" and targets else None))
 
     def audit_log(self) -> None:
         """The gate's own audit log (the demo's is its own file), with this session's id:

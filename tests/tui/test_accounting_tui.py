@@ -52,7 +52,7 @@ async def test_history_then_a_finished_jobs_efficiency():
         text = await wait_text(pilot, app, "Efficiency")
         assert "Efficiency" in text and "TotalCPU" in text and "gres/gpuutil" in text
         await pilot.press("escape")
-        await pilot.press("3")  # the last week
+        await pilot.press("right_square_bracket")  # the last week (1-5 switch views: issue 25)
         await settle(pilot, app, 0.3)
         assert len(app.screen.loaded) > len(screen.loaded) or app.screen.window == "7d"
 

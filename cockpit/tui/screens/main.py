@@ -11,6 +11,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, Static
 
+from cockpit.text import clean
 from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
 from cockpit.tui.widgets.header import CockpitHeader, StaleBanner
 from cockpit.tui.widgets.pulse import PulseView
@@ -67,6 +68,7 @@ class MainScreen(Screen):
         for cls in TABLE_VIEWS:
             self.views[cls.kind] = cls(clock, cell_width)
         self.current = "pulse"
+        self.drilled: str | None = None  # the partition whose Enter opened Nodes (Esc goes back to it)
 
     def compose(self) -> ComposeResult:
         yield self.header
@@ -109,7 +111,7 @@ class MainScreen(Screen):
 
     def update_header(self) -> None:
         app = self.app
-        self.header.show(app.snapshot, app.poll_status, app.read_only, self.views[self.current].title)
+        self.header.show(app.snapshot, app.poll_status, app.read_only, self.crumb_title())
         self.banner.show(app.poll_status)
 
     # -- views ----------------------------------------------------------
@@ -121,7 +123,15 @@ class MainScreen(Screen):
         focused table (suspect jobs or drained nodes), None while both are empty."""
         return getattr(self.active_view(), "table", None)
 
+    def crumb_title(self) -> str:
+        """The view's title, after the partition it was opened from (``Partitions › gpu › Nodes``)."""
+        title = self.views[self.current].title
+        if self.drilled is not None and self.current == "nodes":
+            return f"{self.views['partitions'].title} › {clean(self.drilled, 40)} › {title}"
+        return title
+
     def action_view(self, kind: str) -> None:
+        self.drilled = None  # a view chosen is no longer one drilled into
         kind = VIEW_ALIASES.get(kind, kind)
         if kind not in self.views:
             self.say(f"unknown view {kind!r}: try {', '.join(VIEW_ORDER)}")
@@ -178,6 +188,13 @@ class MainScreen(Screen):
         (table or self.active_view()).focus()
 
     def action_cancel(self) -> None:
+        if self.drilled is not None and self.current == "nodes":  # back to the partition Enter came from
+            came_from = self.drilled
+            self.views["nodes"].set_filter("")
+            self.action_view("partitions")
+            self.views["partitions"].table.select_key(came_from)
+            self.say("")
+            return
         view = self.active_view()
         if isinstance(view, TableView) and view.query_text:
             view.set_filter("")
@@ -219,4 +236,7 @@ class MainScreen(Screen):
             self.app.push_screen(NodeDetailScreen(str(event.key).rsplit(":", 1)[0] if self.current == "gpus" else event.key))
         elif self.current == "partitions":
             self.action_view("nodes")
+            self.drilled = str(event.key)
             self.say(self.views["nodes"].set_filter(f"partition:{event.key}"))
+            self.update_header()
+            self.post_message(self.ViewShown("nodes"))  # the breadcrumb names the partition

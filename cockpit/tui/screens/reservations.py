@@ -1,7 +1,9 @@
 """Reservations, maintenance windows included, and what each will block: the
 running jobs on its nodes whose time limit runs past its start, the pending jobs
 that may use its nodes and whose time limit crosses it (cockpit.core.reservations).
-``r`` reloads."""
+``r`` reloads. Narrower than WIDE a table of eight columns wraps each cell over a
+dozen lines (issue 25: 15 lines for one reservation at 80x24), so there each
+reservation is two lines, cut with an ellipsis, and what it will block under them."""
 
 from __future__ import annotations
 
@@ -31,11 +33,33 @@ def _when(t: int | None, now: float) -> str:
     return time.strftime("%m-%d %H:%M", time.localtime(t)) + f" ({rel})"
 
 
-def reservations_renderable(items, snap, now: float):
+WIDE = 130  # the table's eight columns fit whole from here on
+
+
+def _compact(items, snap, now: float):
+    """Per reservation: its facts on one line, then "will block: ..." (wrapped)."""
+    from cockpit.core.reservations import impact
+
+    out = []
+    for r in sorted(items, key=lambda r: r.start or 0):
+        who = ",".join(r.users) or ",".join(r.accounts) or "-"
+        hit = impact(r, snap, now) if snap is not None else None
+        line = Text(no_wrap=True, overflow="ellipsis", style="bold" if r.is_maintenance else "")
+        line.append(clean(r.name, 40), style="bold")
+        line.append(f"  {'maintenance' if r.is_maintenance else 'reservation'}  {clean(r.state, 12)}"
+                    f"  {clean(collapse(r.nodes), 40)}  for {clean(who, 30)}")
+        when = Text(f"  {_when(r.start, now)} → {_when(r.end, now)}", no_wrap=True, overflow="ellipsis")
+        out += [line, when, Text("  will block: " + (clean(hit.text, 160) if hit else "-"))]
+    return Group(*out)
+
+
+def reservations_renderable(items, snap, now: float, width: int = WIDE):
     from cockpit.core.reservations import impact
 
     if not items:
         return Text("no reservations")
+    if width < WIDE:
+        return _compact(items, snap, now)
     t = Table("NAME", "KIND", "STATE", "FROM", "UNTIL", "NODES", "FOR", "WILL BLOCK", box=None, pad_edge=False)
     for r in sorted(items, key=lambda r: r.start or 0):
         who = ",".join(r.users) or ",".join(r.accounts) or "-"
@@ -71,7 +95,11 @@ class ReservationsScreen(Screen):
             self.query_one("#res-body", Static).update(self._body(snap))
 
     def _body(self, snap):
-        return Group(reservations_renderable(self._items, snap, self.app.clock()), Text("\n" + self._cost, style="dim"))
+        return Group(reservations_renderable(self._items, snap, self.app.clock(), self.size.width),
+                     Text("\n" + self._cost, style="dim"))
+
+    def on_resize(self) -> None:
+        self.refresh_snapshot(self.app.snapshot)
 
     @work(exclusive=True, group="reservations")
     async def load(self) -> None:

@@ -6,11 +6,13 @@ as text, asked where Slurm's commands run (the probe runner's Slurm host: here,
 slurmctld's log and, for a node, of its slurmd's log: the paths come from
 ``scontrol show config``; a file readable here is read here (never for a
 simulated cluster), else with ``tail`` on the Slurm host or on the node through
-the probe runner. What comes back is cluster data: sanitized, shown as Text.
+the probe runner. ``L`` on a job shows slurmctld's lines that name the job
+first, or says that none of the lines read does. What comes back is cluster data: sanitized, shown as Text.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.text import Text
@@ -26,6 +28,7 @@ from cockpit.text import clean, sanitize
 from cockpit.tui.widgets.crumbs import Breadcrumb
 
 LOG_LINES = 200
+JOB_SCAN_LINES = 5000  # L on a job: its lines are looked for this far back in slurmctld's log
 
 
 def config_value(text: str, key: str) -> str:
@@ -48,11 +51,12 @@ class SlurmTextScreen(Screen):
     SlurmTextScreen RichLog { height: 1fr; }
     """
     crumb = ""
+    follow_end = True  # a log's newest lines are at its end; a description is read from its top
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb()
         yield Static("", id="st-title")
-        yield RichLog(max_lines=10_000, wrap=True, markup=False, id="st-text")
+        yield RichLog(max_lines=10_000, wrap=True, markup=False, auto_scroll=self.follow_end, id="st-text")
         yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -82,7 +86,9 @@ class SlurmTextScreen(Screen):
 
 
 class DescribeScreen(SlurmTextScreen):
-    """``scontrol show job|node NAME`` as Slurm prints it."""
+    """``scontrol show job|node NAME`` as Slurm prints it, from its first line."""
+
+    follow_end = False
 
     def __init__(self, kind: str, name: str) -> None:
         super().__init__()
@@ -127,19 +133,32 @@ class DescribeScreen(SlurmTextScreen):
         return [f"{f.name}={clean(getattr(obj, f.name), 300)}" for f in dataclasses.fields(obj)]
 
 
-class SlurmLogsScreen(SlurmTextScreen):
-    """The end of slurmctld's log, and of ``node``'s slurmd log when a node is given."""
+def job_lines(lines: list[str], job: str) -> list[str]:
+    """The log lines that name ``job`` as slurmctld does (``JobId=7``, an array task's
+    ``JobId=4_2(9)``, a het component's ``JobId=5+1(6)``)."""
+    base = job.split("_")[0].split("+")[0]
+    named = re.compile(rf"(?i)\bjob_?id[=\s]{re.escape(job)}(?![\d])|\({re.escape(base)}\)|\bjob_?id={re.escape(base)}(?![\d])")
+    return [ln for ln in lines if named.search(ln)]
 
-    def __init__(self, node: str | None = None) -> None:
+
+class SlurmLogsScreen(SlurmTextScreen):
+    """The end of slurmctld's log, and of ``node``'s slurmd log when a node is given; for
+    a ``job``, slurmctld's lines that name it first (or that none of them do)."""
+
+    def __init__(self, node: str | None = None, job: str | None = None) -> None:
         super().__init__()
-        self.node = node
-        self.crumb = "Slurm logs" + (f" ({node})" if node else "")
+        self.node, self.job = node, job
+        self.follow_end = not job  # a job's lines lead: shown from the top
+        self.crumb = "Slurm logs" + (f" ({node})" if node else f" (job {job})" if job else "")
 
     def targets(self) -> tuple[str, tuple[str, ...]]:
+        if self.job:
+            return "job", (self.job,)
         return ("node", (self.node,)) if self.node else ("", ())
 
     async def load(self) -> None:
         self.title_line("slurmctld" + (f" and slurmd on {clean(self.node, 40)}" if self.node else "")
+                        + (f", job {clean(self.job, 30)}'s lines first" if self.job else "")
                         + f": the last {LOG_LINES} lines (r asks again)")
         probes = getattr(self.app, "probes", None)
         if probes is None:
@@ -159,18 +178,32 @@ class SlurmLogsScreen(SlurmTextScreen):
         self.lines([f"── {label}: {clean(path or '(no log file: it logs to syslog/journald)', 200)}"], "bold")
         if not path:
             return
+        scan = JOB_SCAN_LINES if self.job and node is None else LOG_LINES
+        got = await self.read_log(path, node, probes, scan)
+        if isinstance(got, str):
+            self.lines([f"cannot read it: {got}"], "bold red")
+            return
+        if self.job and node is None:
+            mine = job_lines(got, self.job)
+            self.lines([f"── job {self.job}: {len(mine)} of slurmctld's last {len(got)} lines name it"
+                        if mine else f"── no line of slurmctld's last {len(got)} names job {self.job}"], "bold")
+            self.lines(mine[-LOG_LINES:])
+            self.lines([f"── slurmctld: its last {min(LOG_LINES, len(got))} lines"], "bold")
+        self.lines(got[-LOG_LINES:])
+
+    async def read_log(self, path: str, node: str | None, probes: Any, n: int) -> list[str] | str:
+        """The last ``n`` lines of ``path`` (read here when it can be, else on the Slurm
+        host or ``node``), or why they could not be read."""
         if node is None and not self.app.simulated and not self.app.config.general.host:
             try:
-                self.lines(tail_lines(path, LOG_LINES))
-                return
+                return list(tail_lines(path, n))
             except JobLogError:
                 pass  # not readable here: ask the Slurm host
-        argv = ["tail", "-n", str(LOG_LINES), "--", path]
+        argv = ["tail", "-n", str(n), "--", path]
         try:
             out = (await probes.on_nodes([node], argv))[node] if node else await probes.on_slurm_host(argv)
         except CockpitError as exc:
-            self.lines([f"cannot read it: {exc}"], "bold red")
-            return
+            return str(exc)
         if not out.ok:
-            self.lines([f"cannot read it: {out.error or 'no answer'}"], "bold red")
-        self.lines(out.text.splitlines())
+            return out.error or "no answer"
+        return out.text.splitlines()

@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import work
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
@@ -26,8 +27,11 @@ from cockpit.tui.widgets.vtable import VTable
 
 
 class TableView(Vertical):
-    """Base of Jobs/Nodes/GPUs/Partitions: a status line and a VTable."""
+    """Base of Jobs/Nodes/GPUs/Partitions: a status line and a VTable; ``C`` chooses its
+    columns, ``E`` exports its rows as shown (cockpit/tui/screens/tablecmds.py)."""
 
+    BINDINGS = [Binding("C", "choose_columns", "Columns", show=False, id="view.columns"),
+                Binding("E", "export", "Export", show=False, id="view.export")]
     DEFAULT_CSS = """
     TableView { height: 1fr; }
     TableView > .view-status { height: 1; color: $text-muted; }
@@ -58,6 +62,28 @@ class TableView(Vertical):
     def compose(self):
         yield self.status_line
         yield self.table
+
+    def on_mount(self) -> None:
+        from cockpit.tui.screens.tablecmds import hidden_from_config
+
+        config = getattr(self.app, "config", None)
+        if config is None:  # hosted by another App (a test's): every column
+            return
+        hidden, unknown = hidden_from_config(self, config)
+        self.table.hide_columns(hidden)
+        for label in unknown:
+            self.app.notify(f"[tui] hidden_columns_{self.kind}: {self.title} has no column {label!r}",
+                            severity="warning", markup=False)
+
+    def action_choose_columns(self) -> None:
+        from cockpit.tui.screens.tablecmds import choose_columns
+
+        choose_columns(self.app, self)
+
+    def action_export(self) -> None:
+        from cockpit.tui.screens.tablecmds import export_view
+
+        export_view(self.app, self)
 
     # -- inputs ---------------------------------------------------------
     def set_snapshot(self, snap: ClusterSnapshot, visible: bool) -> None:

@@ -147,6 +147,7 @@ class VTable(VTableDrawing, ScrollView, can_focus=True):
         self._marked: set[Any] = set()
         self._cursor_key: Any = None
         self.first_column = 0  # scrolling columns scrolled off to the left
+        self.hidden_columns: frozenset[int] = frozenset()  # chosen off (the column chooser, [tui] hidden_columns_*)
         self._layout: ColumnLayout = layout(self.columns, (), 80, cap)
         self._layout_key: tuple = ()
         self.virtual_size = Size(0, 1)
@@ -195,15 +196,26 @@ class VTable(VTableDrawing, ScrollView, can_focus=True):
 
     def _relayout(self) -> bool:
         """Place the columns for the current width and data; True when the placing changed."""
-        key = (self.size.width, self.data.widths, self.first_column, self.cap)
+        key = (self.size.width, self.data.widths, self.first_column, self.cap, self.hidden_columns)
         if key == self._layout_key:
             return False
         self._layout_key = key
         new = layout(self.columns, self.data.widths, self.size.width or 80, self.cap, self.first_column,
-                     self.scroll_room)
+                     self.scroll_room, self.hidden_columns)
         changed = new != self._layout
         self._layout = new
         return changed
+
+    def hide_columns(self, hidden: frozenset[int]) -> None:
+        """Show every column but ``hidden`` (indexes), in the schema's order."""
+        self.hidden_columns = frozenset(hidden)
+        if self._relayout():
+            self.refresh()
+            self.post_message(self.LayoutChanged(self))
+
+    def shown_columns(self) -> list[int]:
+        """Indexes of the columns not hidden, in order (what an export writes)."""
+        return [i for i in range(len(self.columns)) if i not in self.hidden_columns]
 
     @property
     def column_layout(self) -> ColumnLayout:

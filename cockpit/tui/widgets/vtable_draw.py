@@ -103,9 +103,9 @@ class VTableDrawing:
         for i, col in enumerate(self.columns):
             label = col.label + (("▼" if self.sort_reverse else "▲") if i == self.sort_column else "")
             labels.append(label)
-        if lay.hidden_left and len(lay.placed) > lay.pinned:
-            i = lay.placed[lay.pinned].index
-            labels[i] = "◂" + labels[i]
+        scrolled = next((p.index for p in lay.placed if p.index not in lay.pins), None)
+        if lay.hidden_left and scrolled is not None:  # the first scrolling column shown: more to its left
+            labels[scrolled] = "◂" + labels[scrolled]
         if lay.hidden_right and lay.placed:
             i = lay.placed[-1].index
             width = lay.placed[-1].width
