@@ -24,7 +24,7 @@ SIZES = [(80, 24), (160, 48)]
 def demo(tmp_path) -> tuple[CockpitApp, DemoBackend]:
     clock = lambda: FROZEN  # noqa: E731
     backend = DemoBackend(seed=7, clock=clock)
-    app = CockpitApp(backend, Config(general=General(audit_log=str(tmp_path / "audit.jsonl"))), clock=clock)
+    app = CockpitApp(backend, Config(general=General(audit_log=str(tmp_path / "audit.jsonl"), demo_audit_log=str(tmp_path / "demo-audit.jsonl"))), clock=clock)
     return app, backend
 
 
@@ -241,5 +241,5 @@ async def test_validate_offers_the_resume_only_when_the_node_passes(tmp_path, si
         assert resume.origin == f"validation node-validate passed (OK) on node {healthy}: resume it?"
         await pilot.press("y")
         await wait_for_text(pilot, f"resumed {healthy} (audited)")
-    done = [r for r in read_audit(tmp_path / "audit.jsonl") if r.get("action") == "resume"]
+    done = [r for r in read_audit(tmp_path / "demo-audit.jsonl") if r.get("action") == "resume"]
     assert done and done[-1]["target"] == healthy and done[-1].get("note") == "validated: runbook node-validate OK"
