@@ -350,6 +350,6 @@ async def _job_mean(source: PrometheusTelemetry, job, start: float, end: float) 
         return None
     inner = dcgm.job_gpus_query({n: () for n in job.nodes}, source.matching)
     span = max(int(t1 - t0), 1)
-    step = max(int(source.scrape_interval), span // 100, 1)
+    step = max(span // 100, 1)  # ~100 points per run (a scrape-interval step can miss a short run)
     result = await source.client.query(f"avg(avg_over_time(({inner})[{span}s:{step}s]))", at=t1)
     return sample_value(result[0]["value"][1]) if result else None
