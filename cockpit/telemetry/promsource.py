@@ -182,7 +182,9 @@ class PrometheusTelemetry:
                           name: str = dcgm.UTIL, job_label: tuple[str, str] | None = None) -> dict[Key, list[tuple[float, float]]]:
         """``query_range`` of one series per GPU over [start, end]: (node, index) -> [(t, value)].
         An empty index list means every GPU of that node; ``job_label`` (label, value) narrows it."""
-        step = max(self.scrape_interval, (end - start) / 500.0)
+        # ~200 points per GPU whatever the run's length; a short run still gets several (a
+        # step of one scrape interval put the only evaluation of a 4 s job before its first sample)
+        step = max(1.0, (end - start) / 200.0)
         query = dcgm.job_gpus_query(gpus, self.matching, name, job_label)
         result = await self.client.query_range(query, start, end, step)
         out: dict[Key, list[tuple[float, float]]] = {}
@@ -348,6 +350,6 @@ async def _job_mean(source: PrometheusTelemetry, job, start: float, end: float) 
         return None
     inner = dcgm.job_gpus_query({n: () for n in job.nodes}, source.matching)
     span = max(int(t1 - t0), 1)
-    step = max(int(source.scrape_interval), span // 100, 1)
+    step = max(span // 100, 1)  # ~100 points per run (a scrape-interval step can miss a short run)
     result = await source.client.query(f"avg(avg_over_time(({inner})[{span}s:{step}s]))", at=t1)
     return sample_value(result[0]["value"][1]) if result else None

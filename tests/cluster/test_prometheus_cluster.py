@@ -88,9 +88,3 @@ def test_finished_job_efficiency_reads_its_gpus_over_the_run(cluster, prom):
     assert "Prometheus" in gpu["source"] and "query_range" in gpu["source"]
     assert "every GPU of the job's nodes" in gpu["source"]
 
-    # The utilisation report's "idle inside allocations": the jobs' DCGM utilisation over their runs.
-    rep = cockpit(cluster, "--prometheus", prom.url, "report", "utilization", "--since", "1h", "--json")
-    assert rep.returncode == 0, rep.stderr
-    report = json.loads(rep.stdout)
-    assert "Prometheus DCGM_FI_DEV_GPU_UTIL mean over each run" in report["sources"]["idle_in_alloc"]
-    assert report["rows"][0]["idle_in_alloc_gpu_h"] is not None

@@ -63,8 +63,6 @@ def setup(cluster, tmp_path):
 
 def test_pulse_and_gpus_view_on_prometheus_then_stale(setup, cluster):
     term, prom = setup
-    done = submit("sleep 3", gres="gpu:h100:1", nodelist="node02", job_name=f"prom-done-{uuid.uuid4().hex[:4]}")
-    wait_for(lambda: _state(done) == "", timeout=90)
     job = submit("sleep 300", gres="gpu:h100:2", nodelist="node01", job_name="prom-idle")
     try:
         wait_for(lambda: _state(job) == "RUNNING", timeout=60)
@@ -78,20 +76,6 @@ def test_pulse_and_gpus_view_on_prometheus_then_stale(setup, cluster):
                          "the GPUs view from Prometheus", 60)
         assert _gpu_line(text, "node01", 0).split()[-3:] == ["0", "30", "114"]  # util, temp, power as recorded
 
-        # A finished job's efficiency: its GPU's utilisation over its whole run.
-        term.keys("ctrl+p")
-        term.keys("History: finished", literal=True)
-        term.keys("Enter")
-        term.wait(lambda s: any(ln.split()[:1] == [done] for ln in s.splitlines()), f"job {done} in History", 60)
-        row_no = next(i for i, ln in enumerate(term.screen().splitlines()) if ln.split()[:1] == [done])
-        first = next(i for i, ln in enumerate(term.screen().splitlines()) if ln.split()[:1] and ln.split()[0].isdigit())
-        term.keys(*(["Down"] * (row_no - first)), "Enter")
-        text = term.wait(lambda s: "Prometheus DCGM_FI_DEV_GPU_UTIL" in s, "the job's GPU efficiency from Prometheus", 60)
-        assert any("gpu" in ln and "1%" in ln for ln in text.splitlines()), text
-        term.keys("Escape")
-        term.keys("Escape")
-        term.wait(lambda s: "GPUs" in header(s), "back to the GPUs view", 20)
-
         prom.stop()
         text = term.wait(lambda s: "stale: the values below are the last ones read" in s
                          and "0 stale" in _gpu_line(s, "node01", 0), "the stale banner and stale values", 60)
@@ -101,3 +85,21 @@ def test_pulse_and_gpus_view_on_prometheus_then_stale(setup, cluster):
                   "a stale 0 % is no evidence: the job leaves the suspects", 30)
     finally:
         cancel(job)
+
+
+def test_finished_job_efficiency_in_history_reads_prometheus(setup, cluster):
+    term, prom = setup
+    done = submit("sleep 3", gres="gpu:h100:1", nodelist="node02", job_name=f"prom-done-{uuid.uuid4().hex[:4]}")
+    wait_for(lambda: _state(done) == "", timeout=90)
+    term.start([str(COCKPIT), "--prometheus", prom.url])
+    term.wait(lambda s: "Pulse" in header(s), "the Pulse", 60)
+    term.keys("C-p")  # the command palette
+    term.keys("History: finished", literal=True)
+    term.keys("Enter")
+    rows = term.wait(lambda s: any(ln.split()[:1] == [done] for ln in s.splitlines()), f"job {done} in History", 60)
+    lines = rows.splitlines()
+    first = next(i for i, ln in enumerate(lines) if ln.split()[:1] and ln.split()[0].isdigit())
+    mine = next(i for i, ln in enumerate(lines) if ln.split()[:1] == [done])
+    term.keys(*(["Down"] * (mine - first)), "Enter")
+    text = term.wait(lambda s: "Prometheus DCGM_FI_DEV_GPU_UTIL" in s, "the job's GPU efficiency from Prometheus", 60)
+    assert any("gpu" in ln and "1%" in ln for ln in text.splitlines()), text  # node02's recorded GPU at 1 %

@@ -209,3 +209,21 @@ def test_stale_zero_is_shown_as_text_and_is_no_pulse_evidence():
     job = Job(job_id=7, state="RUNNING", gpus=(JobGpus("node01", "h100", 1, (0,)),))
     assert job_gpu_util(job, {("node01", 0): live}) == (0.0, 1)
     assert job_gpu_util(job, {("node01", 0): stale}) is None  # a stale 0 % is not "idle"
+
+
+async def test_utilisation_report_idle_inside_allocations_from_prometheus(prom):
+    from cockpit.config import Config, with_prometheus
+    from cockpit.core.utilization import idle_from_utils
+    from cockpit.models.accounting import JobRecord
+    from cockpit.telemetry.promsource import job_utils_provider
+
+    prom.wait_series("count_over_time(DCGM_FI_DEV_GPU_UTIL[1m]) >= 3", 8)
+    now = int(time.time())
+    jobs = (JobRecord("1", 1, state="COMPLETED", start_time=now - 3, end_time=now, elapsed_s=3, nodes=("node02",),
+                      alloc_tres={"gres/gpu": 1}),
+            JobRecord("2", 2, state="COMPLETED", start_time=now - 3, end_time=now, elapsed_s=3, nodes=("node01",),
+                      alloc_tres={"gres/gpu": 1}))
+    utils, how = await job_utils_provider(with_prometheus(Config(), prom.url))(jobs, now - 60, now)
+    assert utils == {"1": pytest.approx(1.0), "2": 0.0} and "Prometheus DCGM_FI_DEV_GPU_UTIL" in how
+    idle, measured = idle_from_utils(jobs, utils)
+    assert measured == 2 and idle == pytest.approx((0.99 + 1.0) / 2)
