@@ -138,8 +138,26 @@ def parse_query(text: str, fields: Iterable[str], aliases: Mapping[str, str] | N
         value = value.lower()
         if field.lower() == "state" and op in (":", "="):
             value = ",".join(STATE_CODES.get(o, o) for o in value.split(","))
+            _check_states(m["field"], value)
         terms.append(Term(field, op, value, neg))
     return tuple(terms)
+
+
+# Words the views show in a state cell beside Slurm's: partitions' UP/INACTIVE, the
+# flapping mark of the Nodes view, the GPUs view's short "alloc".
+_VIEW_STATE_WORDS = frozenset({"up", "inactive", "flapping", "alloc"})
+
+
+def _check_states(name: str, value: str) -> None:
+    """A ``state:`` filter value must be (a part of) a state some view shows: an unknown
+    one selected nothing and read as "no such rows". Raises UsageError naming it."""
+    known = {w.lower() for w in (*_node_words(), *_node_words().values(), *_job_words(), *_job_words().values())}
+    known |= _VIEW_STATE_WORDS
+    for option in (o for o in value.split(",") if o):
+        if not any(option in word for word in known):
+            shown = sorted(w for w in known if w.isalpha() and len(w) > 2)
+            raise UsageError(f"{name}:{option}: not a Slurm state (known: {', '.join(shown)}; short codes such "
+                             f"as PD, R, CG work too)")
 
 
 def _number(value: Any) -> float | None:

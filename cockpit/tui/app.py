@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import App
+from textual.content import Content
 from textual.binding import Binding, BindingsMap
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen
@@ -290,6 +291,10 @@ class CockpitApp(App):
         result = super().switch_screen(screen)
         self.update_crumbs()
         return result
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        """Textual's Header (plugin screens) drawn as cockpit's Breadcrumb: one header style."""
+        return Content.assemble((f" {title} ", "bold reverse"), " ", (sub_title, "bold"))
 
     def crumbs(self) -> str:
         """``Jobs › 48213 › dgx001``: the screens in the stack (dialogs left out)."""

@@ -285,3 +285,25 @@ async def test_keys_screen_opens_and_closes(size):
         assert any("command palette" in what for _key, what in app.screen.rows)
         await pilot.press("escape")
         assert app.screen is app.main
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_a_bad_state_in_the_filter_is_refused_naming_it(size):
+    """#25: `state:bogus` selected nothing and read as "no such jobs"; now it is refused,
+    naming the value and the known states, and the previous filter stays."""
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        table = app.main.active_table()
+        await pilot.press("slash", *"state:PD", "enter")
+        await settle(pilot, app)
+        pending = set(table.data.order)
+        assert pending and len(pending) < 5
+        await pilot.press("slash")
+        app.main.query_one("#filter").value = "state:bogus"
+        await pilot.press("enter")
+        await wait_for_text(pilot, "state:bogus: not a Slurm state")
+        await settle(pilot, app)
+        assert set(table.data.order) == pending
