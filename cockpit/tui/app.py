@@ -78,6 +78,7 @@ class CockpitApp(App):
         Binding("A", "audit_log", "Audit log", show=False, id="cockpit.audit"),
         # ? on every screen (plugin screens included); ctrl+c asks as q does (a second one quits)
         Binding("question_mark", "show_keys", "Keys", show=False, id="cockpit.keys"),
+        Binding("colon", "command_line", "Command", show=False, id="cockpit.command"),
         Binding("ctrl+c", "request_quit", "Quit", show=False, priority=True, id="cockpit.quit"),
         # the views from any screen: back to the main screen, then the view (1-5 there too)
         *(Binding(str(i), f"view('{kind}')", kind, show=False, id=f"cockpit.view-{kind}")
@@ -344,6 +345,15 @@ class CockpitApp(App):
             self.notify("paused: refreshing once (p resumes polling)")
             return
         self.poller.refresh_now()
+
+    def action_command_line(self) -> None:
+        """``:`` on every screen (the main screen opens its own line; dialogs take no command)."""
+        if self.screen is self.main:
+            self.main.action_command()
+        elif not isinstance(self.screen, ModalScreen):
+            from cockpit.tui.screens.command import CommandScreen, run_line
+
+            self.push_screen(CommandScreen(), callback=lambda text: run_line(self, text))
 
     def action_show_keys(self) -> None:
         if not isinstance(self.screen, KeysScreen):

@@ -118,6 +118,32 @@ async def test_colon_names_match_the_palette_and_open_their_screens(tmp_path, si
 
 
 @pytest.mark.parametrize("size", SIZES)
+async def test_colon_works_on_every_screen_not_only_the_main_one(tmp_path, size):
+    """#25: `:` did nothing outside the main screen. On a job's detail it opens the same
+    line (Tab completes there too), and `:history` opens History over that screen."""
+    from cockpit.tui.screens.command import CommandScreen
+    from cockpit.tui.screens.history import HistoryScreen
+
+    app, backend = demo(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        app.push_screen(JobDetailScreen(backend.hung_job_id))
+        detail = await wait_screen(pilot, app, JobDetailScreen)
+        await pilot.press("colon")
+        line_screen = await wait_screen(pilot, app, CommandScreen)
+        await pilot.press(*"hist", "tab")
+        assert line_screen.query_one("#command").value == "history "
+        await pilot.press("enter")
+        await wait_screen(pilot, app, HistoryScreen)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is detail, "back on the job's detail")
+        await pilot.press("colon", *"nosuch", "enter")
+        await wait_until(pilot, lambda: app.screen is detail, "the line closed")
+        await wait_until(pilot, lambda: any("unknown command :nosuch" in str(n.message) for n in app._notifications),
+                         "the unknown command said")
+
+
+@pytest.mark.parametrize("size", SIZES)
 async def test_tab_completes_commands_job_ids_and_nodes(tmp_path, size):
     from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
 
