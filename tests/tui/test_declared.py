@@ -31,10 +31,13 @@ FAST = Config(refresh=Refresh(nodes=0.1, jobs=0.1, partitions=0.1, topology=0.1)
 
 def declared(app: CockpitApp) -> dict[str, Binding]:
     """Every key the TUI declares, by binding id: the App's (its plugin keys included),
-    the main screen's, the tables' and the detail screens'."""
+    the main screen's, the tables' and views', the detail and the history screens'."""
+    from cockpit.tui.screens.history import HistoryScreen
+    from cockpit.tui.widgets.views import TableView
+
     out = {}
     bindings = [b for _k, b in app._bindings]
-    for cls in (MainScreen, VTable, DetailScreen):
+    for cls in (MainScreen, VTable, TableView, DetailScreen, HistoryScreen):
         bindings += list(Binding.make_bindings(cls.BINDINGS))
     for b in bindings:
         if b.id:
