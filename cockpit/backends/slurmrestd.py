@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shlex
 import time
 from typing import Any
@@ -150,14 +151,18 @@ class SlurmRestBackend(SlurmCliBackend):
         return value if isinstance(value, str) else ""
 
     async def job_record(self, job_id: int | str) -> dict | None:
-        """One job's record from GET job/{id}; None once Slurm forgot it."""
-        raw = await self._get(f"job/{int(str(job_id).split('_')[0])}")
+        """One job's record from GET job/{id} (an array task or het component: its job's);
+        None once Slurm forgot it, or for an id that is not one."""
+        base = re.split(r"[_+]", str(job_id).strip(), maxsplit=1)[0]
+        if not base.isdecimal():
+            return None
+        raw = await self._get(f"job/{base}")
         try:
             doc = json.loads(raw)
         except ValueError:
             raise ParseError(f"slurmrestd {self.api} job", "not JSON") from None
         jobs = [j for j in doc.get("jobs") or () if isinstance(j, dict)]
-        return next((j for j in jobs if str(j.get("job_id")) == str(job_id).split("_")[0]), None)
+        return next((j for j in jobs if str(j.get("job_id")) == base), None)
 
     async def close(self) -> None:
         if self.client is not None:
