@@ -4,7 +4,8 @@ JSON outputs (``--format json``, ``--json``) become one document,
 ``{"clusters": {NAME: <that cluster's document>}}``; a cluster that could not be
 read is ``{"error": "..."}`` there, and the others still answer. Text outputs
 come one after the other under a ``== cluster NAME ==`` line. The exit code is
-the worst of the clusters' (a check's CRIT on one cluster is CRIT).
+the worst of the clusters' (a check's CRIT on one cluster is CRIT). It never acts:
+``--yes`` and ``exec`` are refused (job ids and node names are per cluster).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from cockpit.config import load_config
 from cockpit.core.session import cluster_names
-from cockpit.errors import CockpitError
+from cockpit.errors import CockpitError, UsageError
 from cockpit.text import one_line
 
 
@@ -27,7 +28,11 @@ def _wants_json(args: argparse.Namespace) -> bool:
 
 
 async def run_all(args: argparse.Namespace, run_one: Callable[[argparse.Namespace], Awaitable[int]]) -> int:
-    """Run the command for each configured cluster. Raises ConfigError when none is configured."""
+    """Run the command for each configured cluster. Raises ConfigError when none is
+    configured, UsageError for a command that would act (job ids and node names are
+    per cluster: one ``--yes`` must never act on every cluster)."""
+    if getattr(args, "yes", False) or getattr(args.func, "__module__", "") == "cockpit.commands.exec":
+        raise UsageError("--cluster all only reads: to act, name one cluster (--cluster NAME)")
     names = cluster_names(load_config(getattr(args, "config", None)))
     as_json = _wants_json(args)
     docs: dict[str, object] = {}

@@ -39,3 +39,12 @@ def test_the_tui_opens_one_cluster(tmp_path, capsys):
     cfg = _cfg(tmp_path, '[clusters.a]\nbackend = "demo"\n')
     assert cli.main(["--config", cfg, "--cluster", "all"]) == 2
     assert "headless commands" in capsys.readouterr().err
+
+
+def test_cluster_all_never_acts(tmp_path, capsys):
+    """Job ids and node names are per cluster: one --yes must not act on every cluster."""
+    cfg = _cfg(tmp_path, '[clusters.a]\nbackend = "demo"\n\n[clusters.b]\nbackend = "demo"\n')
+    for argv in (["job", "cancel", "48213", "--yes"], ["node", "drain", "dgx006", "--reason", "x", "--yes"],
+                 ["exec", "dgx001", "--", "true"]):
+        assert cli.main(["--config", cfg, "--cluster", "all", *argv]) == 2, argv
+        assert "--cluster all only reads" in capsys.readouterr().err
