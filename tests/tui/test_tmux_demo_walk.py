@@ -110,8 +110,10 @@ def test_the_3am_walk(term):
     term.wait(lambda s: "Drain node" in s and "Resume node" in s, "the action menu")
     term.keys("Enter")
     term.wait(lambda s: "a template (↑↓ enter)" in s and "maintenance" in s, "the reason form")
-    time.sleep(0.3)  # the list takes the focus once the form is up
+    # the form's list has the focus as it shows; choosing a template says which, and the
+    # reason line has the focus from then on: wait for that, not for a time
     term.keys("Down", "Enter")  # the first template
+    term.wait(lambda s: "template: Xid 79" in s, "the template chosen")
     term.keys("Enter")  # no detail after it
     text = term.wait(lambda s: "scontrol update NodeName=dgx006 State=DRAIN" in s, "the confirmation")
     assert "keep running" in text and "48213" in text, text  # what the drain leaves running

@@ -72,6 +72,11 @@ class ParamsForm(ActionModal):
     A reason is a template (the list, first) and/or free text; a missing or bad
     value is said inside the dialog, which stays open."""
 
+    # The first field has the focus as the screen becomes active (not a later focus() call):
+    # keys typed right behind the key that opened the form (a fast typist, a batched SSH
+    # link) reach it. DOM order picks: the template list, the signal, the value, else Next.
+    AUTO_FOCUS = "#template, #signal, Input, #ok"
+
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name_ = name
@@ -85,6 +90,7 @@ class ParamsForm(ActionModal):
                 opts = [Option(Text("free text (no template)"), id="")]
                 opts += [Option(Text(v), id=k) for k, v in REASON_TEMPLATES.items()]
                 yield OptionList(*opts, id="template")
+                yield Static("", id="chosen")  # the template chosen, said (then Enter goes to the detail)
                 yield Input(placeholder="detail after the template, or the whole reason, exactly as Slurm should record it",
                             id="reason")
             elif self.name_ == "signal":
@@ -98,9 +104,6 @@ class ParamsForm(ActionModal):
                 yield Button("Next", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
 
-    def on_mount(self) -> None:
-        first = self.query("#template, Input, #signal")
-        (first.first() if first else self.query_one("#ok", Button)).focus()
 
     def _values(self) -> dict[str, Any]:
         spec = ACTIONS[self.name_]
@@ -121,7 +124,10 @@ class ParamsForm(ActionModal):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.query_one("#reason", Input).focus()
+        label = str(event.option.prompt)
+        self.query_one("#chosen", Static).update(Text(f"  template: {label}" if event.option.id else
+                                                      "  no template: the reason is your own text"))
+        self.set_focus(self.query_one("#reason", Input))  # at once: the next Enter is the Input's
 
     def _submit(self) -> None:
         values = self._values()
