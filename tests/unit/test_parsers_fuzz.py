@@ -12,6 +12,7 @@ file runs in well under 30 s on 2 cores.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -175,11 +176,10 @@ import asyncio  # noqa: E402
 import tempfile  # noqa: E402
 
 from cockpit.plugins.api import Severity, verdict  # noqa: E402
+from fuzzlib import TRUNC, foreign, with_lines  # noqa: E402
 
 EVIDENCE = Path(__file__).resolve().parents[1] / "data"
-TRUNC = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _TMP = Path(tempfile.mkdtemp(prefix="cockpit-fuzz-"))
-foreign = st.text(st.characters(codec="ascii", categories=["L", "N", "P", "Zs"]), min_size=1, max_size=40).filter(str.strip)
 
 
 def _probe_verdict(probe, field: str, text: str) -> Severity:
@@ -262,10 +262,7 @@ def test_cut_nvlink_status_never_reads_ok(path, where):
 @TRUNC
 @given(st.sampled_from(NVLINK), st.lists(st.tuples(st.integers(0, 200), foreign), min_size=1, max_size=3))
 def test_nvlink_status_with_foreign_lines_never_reads_ok(path, inserts):
-    lines = path.read_text().splitlines()
-    for at, junk in inserts:
-        lines.insert(at % (len(lines) + 1), junk)
-    assert _nvlink("\n".join(lines)) != Severity.OK
+    assert _nvlink(with_lines(path.read_text(), inserts)) != Severity.OK
 
 
 @TRUNC
@@ -396,7 +393,10 @@ def _fault_lines():
 
     out = []
     for p in _files("xid-dmesg", ".txt", ".log"):
-        out += [ln for ln in p.read_text().splitlines() if unrecognised.is_fault_like(ln) and "Xid" not in ln[:12]]
+        # GPU Xid records are left out: the catalog judges them, some as benign (Xid 63, a row
+        # remapped: IGNORE). SXids stay. A timestamp before "NVRM: Xid" hid them from [:12].
+        out += [ln for ln in p.read_text().splitlines()
+                if unrecognised.is_fault_like(ln) and not re.search(r"(?<!S)Xid\b", ln)]
     return out
 
 
