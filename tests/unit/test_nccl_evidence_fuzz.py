@@ -19,16 +19,15 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cockpit.errors import ParseError
 from cockpit.plugins.api import Severity, verdict
+from fuzzlib import TRUNC, foreign, with_lines
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-TRUNC = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _TMP = Path(tempfile.mkdtemp(prefix="cockpit-nccl-fuzz-"))
-foreign = st.text(st.characters(codec="ascii", categories=["L", "N", "P", "Zs"]), min_size=1, max_size=40).filter(str.strip)
 
 
 def _verdict(probe_name: str, field: str, text: str) -> Severity:
@@ -88,10 +87,7 @@ def test_a_py_spy_dump_cut_inside_its_last_process_never_reads_ok(path, where):
 @TRUNC
 @given(st.sampled_from(DUMPS), st.lists(st.tuples(st.integers(0, 200), foreign), min_size=1, max_size=4))
 def test_a_py_spy_dump_with_foreign_lines_never_reads_ok(path, inserts):
-    lines = path.read_text().splitlines()
-    for at, junk in inserts:
-        lines.insert(at % (len(lines) + 1), junk)
-    assert _pyspy("\n".join(lines)) != Severity.OK
+    assert _pyspy(with_lines(path.read_text(), inserts)) != Severity.OK
 
 
 @TRUNC
@@ -100,11 +96,9 @@ def test_a_foreign_busbw_table_cut_or_mangled_is_never_judged_ok(path, where, in
     from cockpit_nccl.judge import judge
     from cockpit_nccl.parser import parse
 
-    lines = path.read_text()[: int(where * len(path.read_text())) + 1].splitlines()
-    for at, junk in inserts:
-        lines.insert(at % (len(lines) + 1), junk)
+    text = path.read_text()
     try:
-        run = parse("\n".join(lines), path.name)
+        run = parse(with_lines(text[: int(where * len(text)) + 1], inserts), path.name)
     except ParseError:
         return
     assert not run.rows and judge(run, expected=1.0).severity != Severity.OK
