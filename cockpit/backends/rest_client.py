@@ -20,6 +20,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
+from cockpit.backends.slurm_json_common import slurm_errors
 from cockpit.errors import BackendError, ConfigError
 
 # Newest first: the first one the server serves is used.
@@ -185,12 +186,8 @@ def _said(raw: bytes) -> str:
         doc = json.loads(raw)
     except ValueError:
         return (raw.decode("utf-8", "replace").strip().splitlines() or [""])[0]
-    for err in doc.get("errors") or () if isinstance(doc, dict) else ():
-        if isinstance(err, dict):
-            text = err.get("description") or err.get("error") or ""
-            if text:
-                return str(text)
-    return ""
+    said = slurm_errors(doc) if isinstance(doc, dict) else []
+    return said[0] if said else ""
 
 
 def served_versions(openapi: bytes) -> tuple[set[str], set[str]]:
