@@ -30,6 +30,7 @@ from cockpit.backends.rest_client import (
 )
 from cockpit.backends.slurm_cli import SlurmCliBackend, Unsupported
 from cockpit.backends.slurm_exec import node_state_problem
+from cockpit.backends.slurm_json_common import num
 from cockpit.backends.slurm_text import expand_nodes
 from cockpit.errors import BackendError, CockpitError, ParseError
 from cockpit.models import Partition, Topology
@@ -227,14 +228,14 @@ def _release(raw: bytes) -> str:
 
 
 def _number(value: Any) -> int | None:
-    """A count or limit in either shape: 60, -1 (v0.0.38), {"set", "infinite", "number"} (v0.0.40 on)."""
-    if isinstance(value, dict):
-        if value.get("infinite") or not value.get("set", True):
-            return None
-        value = value.get("number")
-    if isinstance(value, bool) or not isinstance(value, int):
+    """A count or limit in either shape (slurm_json_common.num: 60, {"set", "infinite",
+    "number"}, Slurm's NO_VAL sentinels), with v0.0.38's -1 for "unlimited"; None for
+    unset, unlimited or not a number."""
+    try:
+        n = num(value, "value", "slurmrestd")
+    except ParseError:
         return None
-    return None if value < 0 or value >= 0xFFFFFFFE else value
+    return None if n is None or n < 0 else n
 
 
 def parse_rest_partitions(raw: bytes, source: str) -> tuple[Partition, ...]:
