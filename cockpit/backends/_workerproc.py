@@ -18,6 +18,7 @@ import os
 import pickle
 import signal
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -100,6 +101,7 @@ class WorkerProcess:
     def __init__(self, python: str | None = None) -> None:
         self.python = python or sys.executable
         self._proc: asyncio.subprocess.Process | None = None
+        self._stderr: Any = None  # the child's stderr, kept so a death can be explained
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
 
@@ -126,14 +128,33 @@ class WorkerProcess:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         try:
+            # A file, not a pipe: nobody reads it while the child runs, and a pipe
+            # would fill and block it. Read only when the child died (last_words).
+            self._stderr = tempfile.TemporaryFile()
             self._proc = await asyncio.create_subprocess_exec(
                 self.python, "-m", self.module,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL, env=env,
+                stderr=self._stderr, env=env,
             )
         except OSError as exc:
             raise self.failure(f"cannot start the {self.name}: {exc}") from None
         return self._proc
+
+    def last_words(self, proc: Any = None) -> str:
+        """The last line the child wrote to stderr, with its exit status, when it
+        has ended (pyslurm's import exits the process with "Could not establish a
+        configuration source"); '' while it runs or said nothing."""
+        proc = proc or self._proc
+        if proc is None or proc.returncode is None or self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(max(0, self._stderr.seek(0, os.SEEK_END) - 4096))
+            tail = self._stderr.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            tail = ""
+        lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+        said = f": {lines[-1][:200]}" if lines else ""
+        return f"exited with status {proc.returncode}{said}"
 
     def kill(self) -> None:
         """Stop the worker now (by its pid); the next request starts a new one."""

@@ -137,6 +137,20 @@ class PyslurmWorker(WorkerProcess):
         async for delta in self._exchange((op, reset)):
             yield delta
 
+    async def _why_stopped(self, exc: BaseException) -> str:
+        """What the worker said before it died (its stderr's last line and exit
+        status) when it did die; else the broken pipe's own error."""
+        proc = self._proc
+        if proc is not None and isinstance(exc, (asyncio.IncompleteReadError, EOFError, OSError)):
+            try:
+                await asyncio.wait_for(proc.wait(), 1.0)  # its stdout ended: the exit follows at once
+            except asyncio.TimeoutError:
+                pass
+            words = self.last_words(proc)
+            if words:
+                return words
+        return f"{type(exc).__name__}: {exc}"
+
     async def _exchange(self, request: tuple) -> AsyncIterator[Any]:
         await self._ensure()
         assert self._lock is not None
@@ -160,7 +174,7 @@ class PyslurmWorker(WorkerProcess):
                         _raise_for(msg)
             except (OSError, EOFError, asyncio.IncompleteReadError, pickle.UnpicklingError,
                     IndexError, TypeError, AttributeError) as exc:
-                raise WorkerFailed(f"pyslurm worker stopped: {type(exc).__name__}: {exc}") from None
+                raise WorkerFailed(f"pyslurm worker stopped: {await self._why_stopped(exc)}") from None
             finally:
                 if not finished:
                     self.kill()  # its state is unknown now: the next request starts a new one

@@ -21,6 +21,7 @@ from cockpit.backends.base import Capabilities
 from cockpit.errors import BackendError
 
 FIRST_ANSWER_S = 5.0
+LAYOUT_HINT = "give every input on the command line to check without it"
 
 
 class DeferredBackend:
@@ -30,11 +31,13 @@ class DeferredBackend:
     description = "Slurm, asked only when the check needs it"
     simulated = False
 
-    def __init__(self, cfg: Any, deadline_s: float = FIRST_ANSWER_S) -> None:
+    def __init__(self, cfg: Any, deadline_s: float = FIRST_ANSWER_S, hint: str = LAYOUT_HINT) -> None:
         self._cfg = cfg
         self._deadline = deadline_s
+        self._hint = hint  # what the one line past the deadline suggests
         self._real: Any = None
         self._runner: Any = None
+        self.reason = ""  # why choose_backend picked the real one (doctor prints it)
         self.asked: list[str] = []  # what was asked, in order (tests and --json read it)
 
     async def _open(self) -> Any:
@@ -43,8 +46,21 @@ class DeferredBackend:
             from cockpit.core.session import make_runner
 
             self._runner = make_runner(self._cfg)
-            self._real, _reason = await choose_backend(self._cfg, self._runner)
+            self._real, self.reason = await choose_backend(self._cfg, self._runner)
         return self._real
+
+    @property
+    def runner(self) -> Any:
+        """The runner the real backend was opened with (None before)."""
+        return self._runner
+
+    async def open_within(self) -> Any:
+        """The real backend, chosen within the first-answer deadline (doctor asks
+        this first, to name the backend). Raises BackendError past it."""
+        async def opened(backend: Any) -> Any:
+            return backend
+
+        return await self._ask("choosing the backend", opened)
 
     async def _ask(self, what: str, call) -> Any:
         self.asked.append(what)
@@ -53,8 +69,7 @@ class DeferredBackend:
         try:
             result = await asyncio.wait_for(self._first(call), self._deadline)
         except asyncio.TimeoutError:
-            raise BackendError(f"Slurm did not answer within {self._deadline:g} s ({what}); "
-                               "give every input on the command line to check without it") from None
+            raise BackendError(f"Slurm did not answer within {self._deadline:g} s ({what}); {self._hint}") from None
         self._deadline = None  # it answered: from now on its own timeouts apply
         return result
 
@@ -123,7 +138,7 @@ class DeferredProbes:
             await self._probes.close()
 
 
-async def open_deferred_session(args: argparse.Namespace) -> Any:
+async def open_deferred_session(args: argparse.Namespace, hint: str = LAYOUT_HINT) -> Any:
     """A Session with a DeferredBackend, except for --demo and --replay (no Slurm to
     wait for: they open as usual). Raises ConfigError."""
     from cockpit.core.session import Session, open_session, session_config
@@ -131,4 +146,4 @@ async def open_deferred_session(args: argparse.Namespace) -> Any:
     cfg = session_config(args)
     if cfg.general.backend == "demo" or getattr(args, "replay", None):
         return await open_session(args)
-    return Session(cfg, DeferredBackend(cfg), None, cfg.general.read_only, "asked on demand")
+    return Session(cfg, DeferredBackend(cfg, hint=hint), None, cfg.general.read_only, "asked on demand")

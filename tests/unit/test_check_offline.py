@@ -62,7 +62,7 @@ def test_file_only_layout_check_runs_no_slurm_command(no_config, capsys):
 @pytest.mark.skipif(shutil.which("scontrol") is None, reason="needs Slurm's client commands")
 def test_a_slurm_that_does_not_answer_is_said_in_one_line(no_config, capsys, monkeypatch):
     monkeypatch.setattr(_deferred, "FIRST_ANSWER_S", 1.0)
-    monkeypatch.setattr(_deferred.DeferredBackend.__init__, "__defaults__", (1.0,))
+    monkeypatch.setattr(_deferred.DeferredBackend.__init__, "__defaults__", (1.0, _deferred.LAYOUT_HINT))
     rc = cli.main(["--backend", "slurm-cli", "check", "layout", "--nodes", "2", "--tp", "8"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 3
