@@ -70,3 +70,17 @@ def test_the_counts_keep_left_out_and_partly_read_apart():
               "s: node b reason not understood: z (shown as unknown)"]
     assert count_unread(errors) == {"node": 1} and count_partial(errors) == {"node": 1}
     assert summary(errors) == "1 node not understood; 1 node with unknown fields"
+
+
+def test_a_grouped_sinfo_entry_with_unreadable_gpus_keeps_its_nodes_unknown():
+    from cockpit.backends.slurm_json_nodes import parse_sinfo
+
+    doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "slurm-24.11" / "sinfo.json").read_text())
+    grp = next(g for g in doc["sinfo"] if g["gres"]["total"])
+    grp["gres"]["total"] = ["not", "text"]
+    warnings: list[str] = []
+    nodes, _ = parse_sinfo(json.dumps(doc), warnings=warnings)
+    names = set(grp["nodes"]["nodes"])
+    hit = [n for n in nodes if n.name in names]
+    assert hit and all(n.unknown == {"gpus"} and n.gpu_cell == "?" for n in hit)
+    assert any("gpus not understood" in w and w.endswith("(shown as unknown)") for w in warnings)
