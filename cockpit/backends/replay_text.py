@@ -26,7 +26,14 @@ from cockpit.models.unread import unread
 
 # What each kind of capture stands in for, among the recorded outputs (slurm_cli.COMMANDS).
 KEY_OF = {"scontrol show node": "scontrol-nodes.json", "scontrol show job": "squeue.json",
-          "squeue": "squeue.json", "scontrol show partition": "scontrol-partitions.txt"}
+          "squeue": "squeue.json", "scontrol show partition": "scontrol-partitions.txt",
+          "sinfo": "scontrol-nodes.json", "sinfo -N": "scontrol-nodes.json", "sinfo -R": "scontrol-nodes.json"}
+# sinfo's short words for DRAIN + a base state (sinfo(1), NODE STATE CODES)
+_SINFO_STATE = {"drain": "drained", "drain*": "drained*", "drng": "draining", "drng*": "draining*"}
+# A table without a GRES column does not say what GPUs its nodes have: never 0 GPUs, but unknown
+# (the JSON reader names the field it cannot read as text; see cockpit.models.unread).
+_NO_GRES = {"not saved": "this sinfo table has no GRES column"}
+_NO_GRES_USED = {"not saved": "this sinfo table has no GRES_USED column: the GPUs in use are not known"}
 # squeue's compact state codes (squeue(1), JOB STATE CODES)
 _ST = {"PD": "PENDING", "R": "RUNNING", "CG": "COMPLETING", "CD": "COMPLETED", "CA": "CANCELLED", "F": "FAILED",
        "TO": "TIMEOUT", "NF": "NODE_FAIL", "PR": "PREEMPTED", "BF": "BOOT_FAIL", "DL": "DEADLINE",
@@ -142,6 +149,43 @@ def squeue_job(row: dict[str, str], warnings: list[str], source: str) -> dict[st
             "array_task_string": tail[1:-1] if us else None}
 
 
+def _sinfo_rows(cap: Any, nodes: dict[str, dict[str, Any]], warnings: list[str], source: str) -> None:
+    """sinfo rows (one per partition and node set) merged into one record per node."""
+    from cockpit import hostlist
+    from cockpit.errors import CockpitError
+
+    for row in cap.rows:
+        where = row.get("NODELIST") or row.get("HOSTNAMES") or ""
+        try:
+            names = hostlist.expand(where)
+        except CockpitError as exc:
+            warnings.append(unread(source, "node", where[:80] or "#?", f"bad node list ({exc})"))
+            continue
+        for n in names:
+            rec = nodes.setdefault(n, {"name": n, "partitions": [], "gres": _NO_GRES})
+            _sinfo_fields(cap.kind, row, rec)
+
+
+def _sinfo_fields(kind: str, row: dict[str, str], rec: dict[str, Any]) -> None:
+    if kind == "sinfo -R":  # REASON USER TIMESTAMP NODELIST: the reason of a node listed elsewhere
+        rec.update(reason=row.get("REASON", ""), reason_set_by_user=row.get("USER", ""),
+                   reason_changed_at=_epoch(row.get("TIMESTAMP")))
+        return
+    state = row.get("STATE") or row.get("STATELONG") or row.get("STATECOMPACT")
+    if state:
+        rec["state"] = [_SINFO_STATE.get(state.lower(), state)]
+    part = (row.get("PARTITION") or "").rstrip("*")
+    if part and part not in rec["partitions"]:
+        rec["partitions"].append(part)
+    for col, key in (("CPUS", "cpus"), ("MEMORY", "real_memory"), ("GRES", "gres"), ("GRES_USED", "gres_used")):
+        if row.get(col) is not None:
+            rec[key] = _plain(row[col])
+    if "GRES_USED" not in row and rec.get("gres") not in (_NO_GRES, ""):
+        rec["gres_used"] = _NO_GRES_USED  # GPUs but not their use: never "0 in use"
+    if row.get("REASON") not in (None, "none") and not rec.get("reason"):
+        rec["reason"] = row["REASON"]
+
+
 def records_of(name: str, text: str, out: dict[str, list[Any]], warnings: list[str]) -> None:
     """Add the records of one saved file (``name``) to ``out`` (by recorded key).
     Raises ParseError for a text that is none of the kinds read here."""
@@ -153,6 +197,8 @@ def records_of(name: str, text: str, out: dict[str, list[Any]], warnings: list[s
         out.setdefault(key, []).extend(node_record(r) for r in cap.rows)
     elif cap.kind == "scontrol show job":
         out.setdefault("scontrol jobs", []).extend(job_record(r) for r in scontrol_lines(text, name))
+    elif cap.kind.startswith("sinfo"):
+        _sinfo_rows(cap, out.setdefault("sinfo nodes", [{}])[0], warnings, name)
     elif cap.kind == "squeue":
         jobs = [squeue_job(r, warnings, name) for r in cap.rows]
         out.setdefault("squeue jobs", []).extend(j for j in jobs if j is not None)
@@ -172,8 +218,10 @@ def recording(files: dict[str, str]) -> tuple[dict[str, bytes], list[str]]:
         except ParseError as exc:
             warnings.append(f"--replay: {name} not read: {exc.detail}")
     out: dict[str, bytes] = {}
-    if "scontrol-nodes.json" in found:
-        out["scontrol-nodes.json"] = json.dumps({"nodes": _once(found["scontrol-nodes.json"], "name")}).encode()
+    # scontrol show node says more than sinfo (GPUs in use, reasons whole): it wins where both were saved
+    nodes = found.get("scontrol-nodes.json") or [r for r in found.get("sinfo nodes", [{}])[0].values() if "state" in r]
+    if nodes:
+        out["scontrol-nodes.json"] = json.dumps({"nodes": _once(nodes, "name")}).encode()
     # scontrol show job says more than squeue's table (CPUs, GPUs, times): it wins where both were saved
     jobs = found.get("scontrol jobs") or found.get("squeue jobs")
     if jobs:

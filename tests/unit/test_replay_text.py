@@ -118,3 +118,44 @@ def test_a_folder_of_text_that_is_not_slurm_is_refused_saying_so(tmp_path):
     proc = _cockpit("--replay", str(tmp_path), "snapshot")
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "no saved scontrol show node|job|partition or squeue text" in proc.stderr
+
+
+def _text_only(tmp_path: Path, *names: str) -> Path:
+    folder = tmp_path / "sinfo"
+    folder.mkdir()
+    for n in names:
+        shutil.copy(DATA / "slurm-text" / n, folder / n)
+    return folder
+
+
+# (file, {node: (display_state, partitions, reason)}) read by hand off each recording
+SINFO = [
+    ("cluster-22.05-sinfo-N-l.txt", {"node01": ("mixed", ["debug", "gpu"], None),
+                                     "node02": ("mixed", ["debug", "gpu"], None),
+                                     "node03": ("mixed", ["gpu"], None),
+                                     "node04": ("drained", ["gpu"], "rec: Kill task faile")}),  # sinfo cuts it at 20
+    ("sinfo-hpc02-test-mix.txt", {"hpc02-test": ("mixed", ["general"], None),
+                                  "hpc03-test": ("idle", ["general"], None),
+                                  "hpc04-test": ("idle", ["general"], None)}),
+    ("sinfo-galaxy-gat2016.txt", {"localhost": ("idle", ["debug"], None)}),
+]
+
+
+@pytest.mark.parametrize("name, want", SINFO)
+def test_saved_sinfo_replays_its_nodes_with_their_gpus_unknown(tmp_path, name, want):
+    rc, got = _snap(_text_only(tmp_path, name))
+    assert {n["name"]: (n["display_state"], n["partitions"], n["reason"]) for n in got["nodes"]} == want
+    # no GRES column: the GPUs are not known, never 0 (null, and said in errors: exit 1)
+    assert all(n["unknown"] == ["gpus"] and n["gpu_total"] is None for n in got["nodes"])
+    assert rc == 1 and sum("gpus not understood" in e for e in got["errors"]) == len(want)
+
+
+def test_sinfo_with_gres_but_not_its_use_and_sinfo_r_reasons(tmp_path):
+    rc, got = _snap(_text_only(tmp_path, "cluster-22.05-sinfo-o.txt", "cluster-22.05-sinfo-R.txt"))
+    seen = {n["name"]: n for n in got["nodes"]}
+    assert set(seen) == {"node01", "node02", "node03", "node04"}
+    assert seen["node04"]["display_state"] == "drained"
+    assert (seen["node04"]["reason"], seen["node04"]["reason_user"]) == ("rec: Kill task faile", "root")
+    # gpu:h100:8 printed, but not how many are in use: unknown, never "0 of 8 in use"
+    assert all(n["unknown"] == ["gpus"] for n in seen.values())
+    assert any("no GRES_USED column" in e for e in got["errors"])
