@@ -12,7 +12,8 @@ from cockpit.errors import ParseError, UsageError
 from cockpit.text import truncate
 
 
-PARTITIONS_JSON = "partitions.json"  # a slurmrestd /partitions body, where no scontrol text was recorded
+PARTITIONS_JSON = "partitions.json"
+_TEXT_MAX = 64 << 20  # a saved text bigger than this is not a paste: left alone  # a slurmrestd /partitions body, where no scontrol text was recorded
 
 
 class ReplayBackend(SlurmCliBackend):
@@ -28,15 +29,38 @@ class ReplayBackend(SlurmCliBackend):
             self.dir = Path(directory).expanduser()
             is_dir = self.dir.is_dir()
             recorded = is_dir and any((self.dir / key).is_file() for key in COMMANDS)
+            self._text: dict[str, bytes] | None = None
+            if is_dir and not recorded:
+                self._text = self._text_captures()
+                recorded = bool(self._text)
         except (OSError, RuntimeError) as exc:  # RuntimeError: "~nobody" has no home
             raise _unreadable(shown, exc) from None
         if not is_dir:
             raise UsageError(f"--replay: not a directory: {shown}")
         if not recorded:
-            raise UsageError(f"--replay: {shown} holds no recorded outputs ({', '.join(COMMANDS)})")
-        self.description = f"replay of {self.dir}"
+            raise UsageError(f"--replay: {shown} holds no recorded outputs ({', '.join(COMMANDS)}) and no saved "
+                             "scontrol show node|job|partition or squeue text")
+        self.description = f"replay of {self.dir}" + (" (saved Slurm text)" if self._text else "")
+
+    def _text_captures(self) -> dict[str, bytes]:
+        """A folder of saved Slurm text (replay_text): its outputs as recorded keys; the
+        files it could not use are said in every snapshot's errors."""
+        from cockpit.backends import replay_text
+
+        files = {p.name: p.read_text("utf-8", "replace") for p in sorted(self.dir.iterdir())
+                 if p.is_file() and not p.name.startswith(".") and p.stat().st_size <= _TEXT_MAX}
+        out, self._text_warnings = replay_text.recording(files)
+        if out:
+            self._version = replay_text.version_of(files) or None
+        return out
 
     async def _fetch(self, key: str) -> bytes:
+        if self._text is not None:
+            if key in self._text:
+                return self._text[key]
+            if key == "scontrol-partitions.txt" and "scontrol-nodes.json" in self._text:
+                return b""  # none saved: the partitions are the nodes' (fetch_partitions)
+            raise Unsupported(list(COMMANDS[key]), 1, f"no saved text stands for {key} in {self.dir}")
         path = self.dir / key
         try:
             data = path.read_bytes() if path.is_file() else None
@@ -67,6 +91,10 @@ class ReplayBackend(SlurmCliBackend):
         raise Unsupported(list(COMMANDS["version.txt"]), 1, f"version.txt is not in the recording {self.dir}")
 
     async def fetch_partitions(self):
+        if self._text is not None and "scontrol-partitions.txt" not in self._text and "scontrol-nodes.json" in self._text:
+            from cockpit.backends.slurm_json_nodes import parse_scontrol_nodes, partitions_from_nodes
+
+            return partitions_from_nodes(parse_scontrol_nodes(self._text["scontrol-nodes.json"], warnings=[]))
         body = self.dir / PARTITIONS_JSON
         if (self.dir / "scontrol-partitions.txt").is_file() or not body.is_file():
             return await super().fetch_partitions()
@@ -84,6 +112,8 @@ class ReplayBackend(SlurmCliBackend):
         # A replay is as old as its recording, not "now".
         from dataclasses import replace
 
+        if self._text is not None:
+            return replace(snap, errors=snap.errors + tuple(self._text_warnings))
         try:
             mtime = max((self.dir / k).stat().st_mtime for k in COMMANDS if (self.dir / k).is_file())
         except OSError as exc:

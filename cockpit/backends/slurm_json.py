@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from cockpit.backends.slurm_json_common import (
+    Unknowns,
     expand_nodes,
     load_json,
     num,
@@ -97,21 +98,17 @@ def job_from_record(rec: Any, source: str, warnings: list[str] | None = None) ->
 
 def _build_job(rec: Any, job_id: int, source: str, warnings: list[str] | None) -> Job:
     g = rec.get
-    state, flags = job_state(g("job_state"), source, warnings)
+    # state, GPUs, reason that cannot be read are shown unknown; the job stays
+    unknown = Unknowns(source, "job", str(job_id), warnings)
+    state, flags = unknown.read("state", lambda: job_state(g("job_state"), source, warnings), ("UNKNOWN", frozenset()))
     nodes = expand_nodes(g("nodes"), "nodes", source)
     node_count = num0(g("node_count"), "node_count", source) or len(nodes)
-    reason = text(g("state_reason"), "state_reason", source)
-    # squeue's %r shows the description when Slurm gives one (e.g. "Nodes required
-    # for job are DOWN, DRAINED ..." behind reason "Resources"); do the same.
-    reason = text(g("state_description"), "state_description", source) or reason
+    reason = unknown.read("reason", lambda: _reason(rec, source), "")
     array_job_id, array_task_id, array_str = _array(rec, job_id, source)
     het_id = num(g("het_job_id"), "het_job_id", source) or None
     het_off = num(g("het_job_offset"), "het_job_offset", source) if het_id else None
-    per_node, gtype = _requested_gpus(rec, node_count, source)
-    alloc = _alloc_gpus(g("gres_detail"), nodes, job_id, source, warnings)
-    if gtype is None and alloc:
-        types = {a.type for a in alloc}
-        gtype = types.pop() if len(types) == 1 else None
+    per_node, gtype, alloc = unknown.read("gpus", lambda: _job_gpus(rec, nodes, node_count, job_id, source, warnings),
+                                          (0, None, ()))
     exit_code, exit_signal = exit_status(g("exit_code"), source)
     return Job(
         job_id=job_id,
@@ -144,7 +141,26 @@ def _build_job(rec: Any, job_id: int, source: str, warnings: list[str] | None) -
         exit_signal=exit_signal,
         cpus=num0(g("cpus"), "cpus", source),
         held=_held(rec, state, reason, source),
+        unknown=unknown.frozen(),
     )
+
+
+def _reason(rec: Any, source: str) -> str:
+    reason = text(rec.get("state_reason"), "state_reason", source)
+    # squeue's %r shows the description when Slurm gives one (e.g. "Nodes required
+    # for job are DOWN, DRAINED ..." behind reason "Resources"); do the same.
+    return text(rec.get("state_description"), "state_description", source) or reason
+
+
+def _job_gpus(rec: Any, nodes: tuple[str, ...], node_count: int, job_id: int, source: str,
+              warnings: list[str] | None) -> tuple[int, str | None, tuple[JobGpus, ...]]:
+    """(requested per node, type, allocated per node)."""
+    per_node, gtype = _requested_gpus(rec, node_count, source)
+    alloc = _alloc_gpus(rec.get("gres_detail"), nodes, job_id, source, warnings)
+    if gtype is None and alloc:
+        types = {a.type for a in alloc}
+        gtype = types.pop() if len(types) == 1 else None
+    return per_node, gtype, alloc
 
 
 def job_state(value: Any, source: str, warnings: list[str] | None = None) -> tuple[str, frozenset[str]]:

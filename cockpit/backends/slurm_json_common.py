@@ -19,7 +19,7 @@ from typing import Any
 
 from cockpit import hostlist
 from cockpit.errors import CockpitError, ParseError
-from cockpit.models.unread import unread
+from cockpit.models.unread import unread, unread_field
 
 # Slurm's NO_VAL / INFINITE sentinels for 32- and 64-bit fields. Old dialects
 # print them as plain ints; they mean "unset" or "unlimited", never a value.
@@ -170,6 +170,34 @@ def read_each(recs: list[Any], kind: str, source: str, build: Callable[[dict[str
             name = record_name(rec, name_key, i)
             warn(warnings, unread(source, kind, name, why_unread(exc, kind, name)))
     return tuple(out)
+
+
+class Unknowns:
+    """The fields of one record that could not be read, said once each.
+
+    ``read(field, build, default)`` gives what ``build()`` returns; when it
+    raises one of RECORD_ERRORS the field is named unknown with a warning
+    (:func:`cockpit.models.unread.unread_field`) and ``default`` stands in its
+    place. Without a ``warnings`` list it raises, as ``read_each`` does: a
+    field nobody hears about must not pass for read."""
+
+    def __init__(self, source: str, kind: str, name: str, warnings: list[str] | None) -> None:
+        self.source, self.kind, self.name, self.warnings = source, kind, name, warnings
+        self.fields: set[str] = set()
+
+    def read(self, field: str, build: Callable[[], Any], default: Any) -> Any:
+        try:
+            return build()
+        except RECORD_ERRORS as exc:
+            if self.warnings is None:
+                raise
+            self.fields.add(field)
+            why = why_unread(exc, self.kind, self.name)
+            warn(self.warnings, unread_field(self.source, self.kind, self.name, field, why))
+            return default
+
+    def frozen(self) -> frozenset[str]:
+        return frozenset(self.fields)
 
 
 def record_name(rec: Any, key: str, index: int) -> str:

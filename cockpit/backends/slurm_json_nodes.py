@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from cockpit.backends.slurm_json_common import (
+    Unknowns,
     expand_nodes,
     load_json,
     num,
@@ -118,17 +119,25 @@ def _tres_gpu_entries(tres: str) -> str:
 
 
 def node_from_record(rec: dict[str, Any], source: str, warnings: list[str] | None = None) -> Node:
-    """One node object (``nodes`` list of any dialect) as a :class:`Node`."""
+    """One node object (``nodes`` list of any dialect) as a :class:`Node`.
+
+    Its state, GPUs or reason that cannot be read is named in ``Node.unknown``
+    with a warning, and the node stays; anything else wrong raises ParseError."""
     g = rec.get
     name = text(g("name"), "name", source)
     if not name:
         raise ParseError(source, "a node has no name")
+    unknown = Unknowns(source, "node", name, warnings)
     try:
-        state, flags = node_state(g("state"), g("state_flags"), source, warnings)
-        reason = text(g("reason"), "reason", source) or None
+        state, flags = unknown.read("state", lambda: node_state(g("state"), g("state_flags"), source, warnings),
+                                    ("unknown", frozenset()))
+        reason = unknown.read("reason", lambda: text(g("reason"), "reason", source) or None, None)
         # 24.11 reports user root (uid 0) and time 0 for nodes without a reason.
         user = text(g("reason_set_by_user"), "reason_set_by_user", source) if reason else ""
         when = time_or_none(g("reason_changed_at"), "reason_changed_at", source)
+        gpus = unknown.read("gpus", lambda: gpu_groups(text(g("gres"), "gres", source),
+                                                       text(g("gres_used"), "gres_used", source), source,
+                                                       _text_or_empty(g("tres"))), ())
         return Node(
             name=name,
             state=state,
@@ -141,12 +150,11 @@ def node_from_record(rec: dict[str, Any], source: str, warnings: list[str] | Non
             memory_mb=num0(g("real_memory"), "real_memory", source),
             alloc_memory_mb=num0(g("alloc_memory"), "alloc_memory", source),
             partitions=str_list(g("partitions"), "partitions", source),
-            gpus=gpu_groups(text(g("gres"), "gres", source),
-                            text(g("gres_used"), "gres_used", source), source,
-                            _text_or_empty(g("tres"))),
+            gpus=gpus,
             address=text(g("address"), "address", source) or None,
             features=str_list(g("features"), "features", source),
             boot_time=time_or_none(g("boot_time"), "boot_time", source),
+            unknown=unknown.frozen(),
         )
     except ParseError as exc:
         raise ParseError(source, f"node {name}: {exc.detail}") from None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from cockpit.backends.slurm_json_common import (
+    Unknowns,
     RECORD_ERRORS,
     expand_nodes,
     get_record,
@@ -29,6 +30,7 @@ from cockpit.backends.slurm_json_common import (
 )
 from cockpit.backends.slurm_json_nodes import gpu_groups, node_state, partition_from_record
 from cockpit.errors import ParseError
+from cockpit.hostlist import collapse
 from cockpit.models.cluster import GpuGroup, Node, Partition
 from cockpit.models.unread import unread
 
@@ -123,7 +125,10 @@ def _group_nodes(grp: dict[str, Any], partition: str | None, source: str,
     except ParseError:
         addrs = ()  # addresses are a nicety; never lose the nodes over them
     n = len(names)
-    state, flags = node_state(_sub(grp, "node", source).get("state"), None, source, warnings)
+    # state, GPUs, reason that cannot be read are shown unknown; the nodes stay
+    unknown = Unknowns(source, "node", collapse(names)[:80], warnings)
+    state, flags = unknown.read("state", lambda: node_state(_sub(grp, "node", source).get("state"), None, source,
+                                                            warnings), ("unknown", frozenset()))
     cpus = _sub(grp, "cpus", source)
     mem = _sub(grp, "memory", source)
     gres = _sub(grp, "gres", source)
@@ -132,14 +137,14 @@ def _group_nodes(grp: dict[str, Any], partition: str | None, source: str,
     per_cpu = num(cpus.get("maximum"), "cpus.maximum", source)
     if per_cpu is None:
         per_cpu = num0(cpus.get("total"), "cpus.total", source) // n
-    gpus = gpu_groups(text(gres.get("total"), "gres.total", source),
-                      text(gres.get("used"), "gres.used", source), source)
+    gpus = unknown.read("gpus", lambda: gpu_groups(text(gres.get("total"), "gres.total", source),
+                                                   text(gres.get("used"), "gres.used", source), source), ())
     if n > 1:
         if gpus and any(g.alloc_indexes for g in gpus):
             warn(warnings, f"{source}: GPU indexes in use are per group, not per node; "
                            "use scontrol show node --json for exact GPU use")
             gpus = tuple(GpuGroup(g.type, g.count) for g in gpus)
-    why = text(reason.get("description"), "reason.description", source) or None
+    why = unknown.read("reason", lambda: text(reason.get("description"), "reason.description", source) or None, None)
     user = (text(reason.get("user"), "reason.user", source)
             or text(grp.get("reason_set_by_user"), "reason_set_by_user", source))
     when = time_or_none(reason.get("time"), "reason.time", source)
@@ -158,6 +163,7 @@ def _group_nodes(grp: dict[str, Any], partition: str | None, source: str,
         partitions=(partition,) if partition else (),
         gpus=gpus,
         features=str_list(feats.get("total"), "features.total", source),
+        unknown=unknown.frozen(),
     )
     out = []
     for i, name in enumerate(names):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from cockpit.commands._columns import Column, delimited, output_width, text_lines
 from cockpit.hostlist import collapse
+from cockpit.models.cluster import UNKNOWN_CELL, or_unknown
 from cockpit.text import sanitize
 
 TABLES = ("nodes", "jobs", "topology")
@@ -51,8 +52,8 @@ def node_rows(nodes, now: float) -> list[tuple]:
     rows = []
     for n in nodes:
         idx = ";".join(index_ranges(g.alloc_indexes) for g in n.gpus if g.alloc_indexes)
-        rows.append((n.name, n.display_state, f"{n.alloc_cpus}/{n.cpus}", f"{n.gpu_alloc}/{n.gpu_total}", idx,
-                     ",".join(n.partitions), n.reason or "", n.reason_user or "",
+        rows.append((n.name, n.display_state, f"{n.alloc_cpus}/{n.cpus}", n.gpu_cell, idx,
+                     ",".join(n.partitions), or_unknown(n, "reason", n.reason or ""), n.reason_user or "",
                      ago(n.reason_time, now) if n.reason else ""))
     return rows
 
@@ -60,6 +61,8 @@ def node_rows(nodes, now: float) -> list[tuple]:
 def job_gpus(job) -> str:
     """``0-7`` (``0-7 x4`` on four nodes) when every node holds the same indexes, else
     ``node01:0-3 node02:4-7``: the NODES column already names the nodes."""
+    if "gpus" in job.unknown:
+        return UNKNOWN_CELL
     if not job.gpus:
         return f"{job.gpus_per_node}/node" if job.gpus_per_node else ""
     each = {index_ranges(g.indexes) or str(g.count) for g in job.gpus}
@@ -70,7 +73,7 @@ def job_gpus(job) -> str:
 
 def job_rows(jobs) -> list[tuple]:
     return [(j.display_id, j.name, j.user, j.partition, j.state, collapse(j.nodes), job_gpus(j),
-             j.reason if j.state == "PENDING" else "") for j in jobs]
+             or_unknown(j, "reason", j.reason if j.state == "PENDING" else "")) for j in jobs]
 
 
 def topo_rows(topology) -> list[tuple]:

@@ -38,7 +38,8 @@ def register(sub) -> None:
     rp.add_argument("--py-spy", action="append", default=[], metavar="FILE", dest="py_spy",
                     help="saved `py-spy dump` output of the job's processes (repeatable)")
     rp.add_argument("--slurm-file", action="append", default=[], metavar="FILE",
-                    help="saved seff, sacct, sshare, sdiag --json or scontrol show reservation output (repeatable)")
+                    help="saved seff, sacct, sshare, sdiag, sinfo, squeue, scontrol show output or a slurmctld/slurmd "
+                         "log excerpt; every runbook reads it, a node runbook what it says of --node (repeatable)")
     rp.add_argument("--ib-root", metavar="DIR", help="a copy of /sys/class/infiniband to read instead of the node's")
     rp.add_argument("--stale-after", type=float, metavar="S", help="seconds without output that count as not progressing")
     rp.add_argument("--yes", action="store_true", help="do the proposed actions (otherwise only propose)")

@@ -65,6 +65,18 @@ JOB_STATES = frozenset(
 )
 
 
+# The fields of a node or job that matter to an operator: one that could not be
+# read is named in the record's ``unknown`` and shown as unknown, while the rest
+# of the record stays in the view (issue 21).
+UNKNOWN_FIELDS = frozenset({"state", "gpus", "reason"})
+UNKNOWN_CELL = "?"
+
+
+def or_unknown(record: "Node | Job", field: str, shown: str) -> str:
+    """``shown``, or ``?`` when the record's ``field`` could not be read."""
+    return UNKNOWN_CELL if field in record.unknown else shown
+
+
 @dataclass(frozen=True, slots=True)
 class GpuGroup:
     """GPUs of one type on one node: ``gpu:h100:8`` with indexes 0-2 in use."""
@@ -98,6 +110,9 @@ class Node:
     address: str | None = None
     features: tuple[str, ...] = ()
     boot_time: int | None = None
+    # Fields that matter (UNKNOWN_FIELDS) that could not be read: the node is
+    # shown with them as unknown ("?"), never as 0 GPUs or idle.
+    unknown: frozenset[str] = frozenset()
 
     @property
     def gpu_total(self) -> int:
@@ -108,8 +123,15 @@ class Node:
         return sum(g.alloc_count for g in self.gpus)
 
     @property
+    def gpu_cell(self) -> str:
+        """``3/8`` (allocated/total), ``?`` when the node's GPUs could not be read."""
+        return UNKNOWN_CELL if "gpus" in self.unknown else f"{self.gpu_alloc}/{self.gpu_total}"
+
+    @property
     def display_state(self) -> str:
         """The word an operator expects: drained, draining, down, idle ..."""
+        if "state" in self.unknown:
+            return "unknown"
         if self.state == "down":
             return "down"
         if "drain" in self.flags:
@@ -118,7 +140,8 @@ class Node:
 
     @property
     def is_unavailable(self) -> bool:
-        return self.state in ("down", "error", "future") or "drain" in self.flags
+        # a state that could not be read is never counted as free GPUs
+        return self.state in ("down", "error", "future") or "drain" in self.flags or "state" in self.unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +196,12 @@ class Job:
     exit_signal: int | None = None
     cpus: int = 0
     held: bool = False
+    unknown: frozenset[str] = frozenset()  # UNKNOWN_FIELDS that could not be read, shown as "?"
+
+    @property
+    def gpu_cell(self) -> str:
+        """The GPU count as text, ``?`` when the job's GPUs could not be read."""
+        return UNKNOWN_CELL if "gpus" in self.unknown else str(self.gpu_count)
 
     @property
     def gpu_count(self) -> int:

@@ -14,7 +14,26 @@ from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
 SCHEMA_VERSION = 1
 
 
+def _unknown_null(out: dict[str, Any], unknown: frozenset[str], keys: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    """A field that could not be read is null in JSON (never 0 or idle), and named in ``unknown``."""
+    for field in unknown:
+        for key in keys.get(field, ()):
+            out[key] = None
+    out["unknown"] = sorted(unknown)
+    return out
+
+
+_NODE_UNKNOWN = {"state": ("state", "display_state"), "gpus": ("gpus", "gpu_total", "gpu_alloc"),
+                 "reason": ("reason", "reason_user", "reason_time")}
+_JOB_UNKNOWN = {"state": ("state",), "gpus": ("gpus", "gpus_per_node", "gpu_type", "gpu_count"),
+                "reason": ("reason",)}
+
+
 def node_to_dict(n: Node) -> dict[str, Any]:
+    return _unknown_null(_node_dict(n), n.unknown, _NODE_UNKNOWN)
+
+
+def _node_dict(n: Node) -> dict[str, Any]:
     return {
         "name": n.name,
         "state": n.state,
@@ -41,6 +60,10 @@ def node_to_dict(n: Node) -> dict[str, Any]:
 
 
 def job_to_dict(j: Job) -> dict[str, Any]:
+    return _unknown_null(_job_dict(j), j.unknown, _JOB_UNKNOWN)
+
+
+def _job_dict(j: Job) -> dict[str, Any]:
     return {
         "job_id": j.job_id,
         "display_id": j.display_id,

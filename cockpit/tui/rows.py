@@ -17,6 +17,7 @@ from typing import Any
 from cockpit.text import clean
 from cockpit.hostlist import collapse
 from cockpit.models import ClusterSnapshot, Job, Node
+from cockpit.models.cluster import or_unknown
 
 NODE_SYMBOL = {
     "idle": "○", "allocated": "●", "mixed": "◐", "drained": "✖", "draining": "◌",
@@ -155,8 +156,8 @@ def job_row(obj: Job | JobExtras, width: int = KEEP) -> Row:
     display_id = job.display_id  # a property that formats: once, shared by cells and values
     util = extras.gpu_util if extras is not None else None
     cells = (display_id, clean(job.user, width), clean(job.partition, width), clean(job.name, width),
-             job_state_text(job), "", str(job.gpu_count), "" if util is None else f"{util:.0f}", "",
-             clean(nodes, width), clean(reason, width))
+             job_state_text(job), "", job.gpu_cell, "" if util is None else f"{util:.0f}", "",
+             clean(nodes, width), or_unknown(job, "reason", clean(reason, width)))
     values = (display_id, job.user, job.account, job.partition, job.name, state,
               job.start_time if job.state == "RUNNING" else None, job.gpu_count, nodes, reason,
               job.time_limit, job.submit_time, util, extras.last_output if extras is not None else None)
@@ -186,8 +187,9 @@ def mem_gib(alloc_mb: int, total_mb: int) -> str:
 def node_row(node: Node, width: int = KEEP) -> Row:
     parts = ",".join(node.partitions)
     cells = (clean(node.name, width), node_state_text(node), f"{node.alloc_cpus}/{node.cpus}",
-             mem_gib(node.alloc_memory_mb, node.memory_mb), f"{node.gpu_alloc}/{node.gpu_total}",
-             clean(parts, width), clean(node.reason or "", width), clean(node.reason_user or "", width), "")
+             mem_gib(node.alloc_memory_mb, node.memory_mb), node.gpu_cell,
+             clean(parts, width), or_unknown(node, "reason", clean(node.reason or "", width)),
+             clean(node.reason_user or "", width), "")
     state_words = " ".join([node.display_state, node.state, *sorted(node.flags)])
     values = (node.name, state_words, node.cpus, node.alloc_cpus, node.memory_mb // 1024, node.gpu_total,
               node.gpu_alloc, node.gpu_total - node.gpu_alloc, parts, node.reason or "", node.reason_user or "",

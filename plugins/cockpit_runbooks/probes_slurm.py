@@ -8,6 +8,7 @@ versions belong to the backend; this probe reads copies only."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from cockpit.plugins.api import ParseError, UsageError, expand
@@ -61,8 +62,51 @@ def _reservations(rc: RunContext, res: ProbeResult, f: slurmfiles.SlurmFile) -> 
         res.add("OK", "slurm.reservations", f"{len(f.reservations)} reservation(s), {len(maint)} for maintenance (MAINT)")
 
 
+_NODE_KEYS = ("NODELIST", "HOSTNAMES", "NodeName")
+
+
+def _row_names(row: Mapping[str, str]) -> set[str] | None:
+    """The nodes a table row is about; None for a row that names none (squeue, sprio ...)."""
+    value = next((row[k] for k in _NODE_KEYS if row.get(k)), None)
+    if value is None:
+        return None
+    try:
+        return set(expand(value))
+    except UsageError:
+        return {value}
+
+
+def _about_node(res: ProbeResult, f: slurmfiles.SlurmFile, node: str) -> slurmfiles.SlurmFile | None:
+    """The rows and log lines of ``f`` about ``node`` (a node runbook judges that node, not the
+    whole cluster the copy shows); the others are counted as evidence only. None: the
+    table names only other nodes, which is said here."""
+    if f.capture is not None:
+        named = [(r, _row_names(r)) for r in f.capture.rows]
+        mine = [r for r, names in named if names is None or node in names]
+        if len(mine) < len(named):
+            res.evidence.append(f"{f.kind}: {len(named) - len(mine)} row(s) about other nodes than {node}, not judged")
+        if not mine and named:
+            if f.capture.kind == "sinfo -R":  # not listed there: no reason set on it
+                res.add("OK", "slurm.node.no-reason", f"{node} is not listed by sinfo -R (no down or drain reason)")
+            else:
+                res.add("UNKNOWN", "slurm.node.absent", f"the saved {f.kind} does not list {node}", "not judged")
+            return None
+        return replace(f, capture=replace(f.capture, rows=mine))
+    if f.log is not None:
+        mine_ev = [ev for ev in f.log.events if not ev.node or node in _row_names({"NodeName": ev.node})]
+        if len(mine_ev) < len(f.log.events):
+            res.evidence.append(f"log: {len(f.log.events) - len(mine_ev)} line(s) about other nodes than {node}, not judged")
+            if not mine_ev:
+                res.add("UNKNOWN", "slurm.log.absent", f"the saved Slurm log says nothing cockpit judges about {node}",
+                        "not judged")
+                return None
+        return replace(f, log=replace(f.log, events=mine_ev))
+    return f
+
+
 async def slurm_records(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
-    """Read each --slurm-file and say what it shows; n/a without one."""
+    """Read each --slurm-file and say what it shows; n/a without one. With ``node_only``
+    (the node runbooks) and ``--node``, only what the files say about that node is judged."""
     if not rc.slurm_files:
         raise NotApplicable("no --slurm-file given (saved seff, sacct, sshare, sdiag, sinfo, squeue, scontrol show, "
                             "slurmctld/slurmd log)")
@@ -75,6 +119,10 @@ async def slurm_records(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
             res.add("UNKNOWN", "slurm.unreadable", f"a --slurm-file was not read: {exc}")
             continue
         res.sources.append(f"{path}: {f.kind}")
+        if args.get("node_only") and rc.node:
+            f = _about_node(res, f, rc.node)
+            if f is None:
+                continue
         if f.jobs:
             _jobs(res, f)
         elif f.kind == "reservations":

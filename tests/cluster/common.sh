@@ -21,6 +21,7 @@ CLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${COCKPIT_CLUSTER_LOGS:=/var/log/cockpit-cluster}"
 : "${COCKPIT_CLUSTER_USER:=cockpit-user}"             # non-root, non-operator test user
 : "${COCKPIT_CLUSTER_ACCOUNTING:=1}"                  # 1: slurmdbd on MariaDB; 0: no accounting
+: "${COCKPIT_CLUSTER_PROFILE:=default}"               # default: alike h100:8 nodes; site: lib-profile.sh
 # Derived from the controller's port, so a second instance (other-debian) gets its own too.
 : "${COCKPIT_CLUSTER_DBD_PORT:=$((COCKPIT_CLUSTER_CTLD_PORT + 2))}"   # slurmdbd (6819)
 : "${COCKPIT_CLUSTER_DB_PORT:=$((COCKPIT_CLUSTER_CTLD_PORT - 3510))}"  # its MariaDB (3307)
@@ -45,6 +46,7 @@ die() { printf '%s %s\n' "[cluster] error:" "$*" >&2; exit 1; }
 # Loopback only: refuse any address outside 127.0.0.0/8 before anything is configured.
 case "$COCKPIT_CLUSTER_NET." in 127.*) ;; *) die "COCKPIT_CLUSTER_NET=$COCKPIT_CLUSTER_NET is not in 127.0.0.0/8";; esac
 case "$COCKPIT_CLUSTER_HEAD_ADDR" in 127.*) ;; *) die "COCKPIT_CLUSTER_HEAD_ADDR=$COCKPIT_CLUSTER_HEAD_ADDR is not in 127.0.0.0/8";; esac
+case "$COCKPIT_CLUSTER_PROFILE" in default|site) ;; *) die "COCKPIT_CLUSTER_PROFILE=$COCKPIT_CLUSTER_PROFILE must be default or site";; esac
 case "$COCKPIT_CLUSTER_ACCOUNTING" in 0|1) ;; *) die "COCKPIT_CLUSTER_ACCOUNTING=$COCKPIT_CLUSTER_ACCOUNTING must be 0 or 1";; esac
 [[ "$COCKPIT_CLUSTER_NODES" =~ ^[0-9]+$ ]] && [ "$COCKPIT_CLUSTER_NODES" -ge 2 ] && [ "$COCKPIT_CLUSTER_NODES" -le 99 ] \
   || die "COCKPIT_CLUSTER_NODES=$COCKPIT_CLUSTER_NODES must be 2-99"

@@ -66,6 +66,7 @@ render() {  # render TEMPLATE [KEY=VALUE...]: substitute @KEY@ placeholders, pri
 
 node_lines() {
   local n
+  if [ "$COCKPIT_CLUSTER_PROFILE" = site ]; then site_node_lines; return; fi
   for n in $(node_names); do
     echo "NodeName=$n NodeAddr=$(node_addr "$n") NodeHostname=$n CPUs=$COCKPIT_CLUSTER_CPUS" \
       "RealMemory=$COCKPIT_CLUSTER_MEM Gres=gpu:$COCKPIT_CLUSTER_GPU_TYPE:$COCKPIT_CLUSTER_GPUS State=UNKNOWN"
@@ -105,6 +106,10 @@ install_configs() {
     "$MARK" "$COCKPIT_CLUSTER_CONF_DIR/slurm-client.conf" > "$tmp/task-prolog.conf"
   render gres.conf.in NODES="node[01-$(last_node | cut -c5-)]" GPU_TYPE="$COCKPIT_CLUSTER_GPU_TYPE" \
     LAST_GPU=$((COCKPIT_CLUSTER_GPUS - 1)) > "$tmp/gres.conf"
+  if [ "$COCKPIT_CLUSTER_PROFILE" = site ]; then  # lib-profile.sh: the nodes as sites write them
+    site_gres_conf > "$tmp/gres.conf"
+    sed -i 's/^GresTypes=gpu$/GresTypes=gpu,shard/' "$tmp/slurm.conf" "$tmp/slurm-client.conf"
+  fi
   render cgroup.conf.in CGROUP_PLUGIN="$plugin" > "$tmp/cgroup.conf"
   topology_lines > "$tmp/topology.conf"
   local confs="slurm slurm-client gres cgroup topology task-prolog"
@@ -258,6 +263,7 @@ write_env() {
     echo "export SLURM_CONF=$SLURM_CONF"
     echo "export COCKPIT_TEST_SLURM_VERSION=$1"
     echo "export COCKPIT_TEST_CLUSTER_NAME=$COCKPIT_CLUSTER_NAME"
+    echo "export COCKPIT_TEST_PROFILE=$COCKPIT_CLUSTER_PROFILE"  # site: the GPUs differ per node (lib-profile.sh)
     echo "export COCKPIT_TEST_NODE_COUNT=$COCKPIT_CLUSTER_NODES"
     echo "export COCKPIT_TEST_NODES=\"$(node_names | tr '\n' ' ' | sed 's/ $//')\""
     echo "export COCKPIT_TEST_NODE_NET=$COCKPIT_CLUSTER_NET"

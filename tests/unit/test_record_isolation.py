@@ -70,17 +70,22 @@ def test_one_damaged_node_costs_that_node_only_in_the_differ(case):
 JOB_DOC = json.loads(JOBS.read_text())
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(0, len(JOB_DOC["jobs"]) - 1), st.sampled_from(sorted(JOB_DOC["jobs"][0])), JUNK)
-def test_one_damaged_job_costs_that_job_only(i, key, junk):
+def _damaged_jobs(i: int, key: str, junk):
+    """(jobs read, warnings, the recorded job ids) with job ``i``'s ``key`` set to ``junk``."""
     doc = copy.deepcopy(JOB_DOC)
     doc["jobs"][i][key] = junk
     warnings: list[str] = []
     jobs = parse_squeue(json.dumps(doc).encode(), warnings=warnings)
-    ids = [j["job_id"] for j in JOB_DOC["jobs"]]
+    return jobs, warnings, [j["job_id"] for j in JOB_DOC["jobs"]]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, len(JOB_DOC["jobs"]) - 1), st.sampled_from(sorted(JOB_DOC["jobs"][0])), JUNK)
+def test_one_damaged_job_costs_that_job_only(i, key, junk):
+    jobs, warnings, ids = _damaged_jobs(i, key, junk)
     got = {j.job_id for j in jobs}
     assert set(ids[:i] + ids[i + 1:]) <= got
-    if ids[i] not in got:
+    if ids[i] not in got and not (key == "job_id" and junk in got):  # job_id 5: renamed, not lost
         assert any(" not understood" in w for w in warnings)
 
 
@@ -97,3 +102,62 @@ def test_one_damaged_sacct_line_costs_that_line_only(field, junk):
     assert "8" in {r.job_id for r in recs}
     if len(recs) == 1:
         assert len(warnings) == 1 and "sacct record" in warnings[0] and "not understood" in warnings[0]
+
+
+# The keys that hold a field that matters, and the field each feeds.
+FIELD_OF = {"state": "state", "gres": "gpus", "gres_used": "gpus", "reason": "reason"}
+
+
+@st.composite
+def damaged_field(draw):
+    doc = copy.deepcopy(LISTING)
+    i = draw(st.integers(0, len(NAMES) - 1))
+    key = draw(st.sampled_from(sorted(FIELD_OF)))
+    doc["nodes"][i][key] = draw(JUNK)
+    return i, key, json.dumps(doc).encode()
+
+
+def _check_field(i: int, key: str, nodes: list, warnings) -> None:
+    # the node stays: read, or with exactly that field unknown and named
+    assert [n.name for n in nodes] == NAMES
+    victim = nodes[i]
+    assert all(not n.unknown for n in nodes if n is not victim)
+    assert victim.unknown <= {FIELD_OF[key]}
+    if victim.unknown:
+        assert victim.display_state == "unknown" or FIELD_OF[key] != "state"
+        assert victim.gpu_cell == "?" or FIELD_OF[key] != "gpus"
+        assert any(f"node {NAMES[i]} {FIELD_OF[key]} not understood" in w for w in warnings), warnings
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(damaged_field())
+def test_a_damaged_field_that_matters_keeps_the_node_with_it_unknown(case):
+    i, key, raw = case
+    warnings: list[str] = []
+    _check_field(i, key, list(parse_scontrol_nodes(raw, warnings=warnings)), warnings)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(damaged_field())
+def test_a_damaged_field_that_matters_keeps_the_node_in_the_differ(case):
+    i, key, raw = case
+    store = store_for("nodes")
+    warnings: tuple[str, ...] = ()
+    for delta in NodesDiffer().feed(raw):
+        store.apply(delta)
+        warnings = delta.warnings or warnings
+    by_name = {n.name: n for n in store.values()}
+    _check_field(i, key, [by_name[n] for n in NAMES], warnings)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, len(JOB_DOC["jobs"]) - 1),
+       st.sampled_from(["job_state", "state_reason", "gres_detail", "tres_per_node"]), JUNK)
+def test_a_damaged_job_field_that_matters_keeps_the_job(i, key, junk):
+    jobs, warnings, ids = _damaged_jobs(i, key, junk)
+    assert [j.job_id for j in jobs] == ids
+    victim = jobs[i]
+    field = {"job_state": "state", "state_reason": "reason"}.get(key, "gpus")
+    assert victim.unknown <= {field} and all(not j.unknown for j in jobs if j is not victim)
+    if victim.unknown:
+        assert any(f"job {ids[i]} {field} not understood" in w for w in warnings), warnings

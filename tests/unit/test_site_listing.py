@@ -104,15 +104,10 @@ def test_a_built_1000_node_listing_reads_completely(tmp_path):
     assert _seen(doc) == _expected(nodes_doc)
 
 
-@pytest.mark.parametrize("damage", [
-    ("gres", "gpu:(null):x(IDX:0-7)"),  # a GPU count that is not a number
-    ("state", {"not": "a state"}),
-    ("cpus", "many"),
-])
-def test_one_damaged_node_of_1000_costs_that_node_only(tmp_path, damage):
+def test_one_damaged_node_of_1000_costs_that_node_only(tmp_path):
     nodes_doc = built_listing(10)
     victim = nodes_doc["nodes"][617]
-    victim[damage[0]] = damage[1]
+    victim["cpus"] = "many"  # not a field an operator judges by: the record is left out
     proc, doc = _snapshot(_recording(tmp_path, nodes_doc))
     assert proc.returncode == 1
     expected = _expected({"nodes": [n for n in nodes_doc["nodes"] if n is not victim]})
@@ -120,6 +115,39 @@ def test_one_damaged_node_of_1000_costs_that_node_only(tmp_path, damage):
     named = [e for e in doc["errors"] if f"node {victim['name']} not understood" in e]
     assert len(named) == 1 and len(doc["errors"]) == 1, doc["errors"]
     assert victim["name"] in proc.stderr
+
+
+# The fields that matter, damaged in one real record each: the node stays in the
+# view with that field null (never 0 GPUs, never idle), the others are read.
+@pytest.mark.parametrize("key, junk, field, nulls", [
+    ("gres", "gpu:(null):x(IDX:0-7)", "gpus", ("gpus", "gpu_total", "gpu_alloc")),  # a count that is not a number
+    ("state", {"not": "a state"}, "state", ("state", "display_state")),
+    ("reason", ["not", "a", "reason"], "reason", ("reason", "reason_user", "reason_time")),
+])
+def test_a_node_whose_one_important_field_is_damaged_stays_with_it_unknown(tmp_path, key, junk, field, nulls):
+    nodes_doc = built_listing(10)
+    expected = _expected(nodes_doc)
+    victim = nodes_doc["nodes"][617]
+    victim[key] = junk
+    proc, doc = _snapshot(_recording(tmp_path, nodes_doc))
+    assert proc.returncode == 1
+    seen = {n["name"]: n for n in doc["nodes"]}
+    assert len(seen) == 1000
+    shown = seen[victim["name"]]
+    assert shown["unknown"] == [field] and all(shown[k] is None for k in nulls), shown
+    others = {k: v for k, v in _seen(doc).items() if k != victim["name"]}
+    assert others == {k: v for k, v in expected.items() if k != victim["name"]}
+    assert all(n["unknown"] == [] for n in doc["nodes"] if n is not shown)
+    assert doc["errors"] == [f"scontrol show node --json: node {victim['name']} {field} not understood: "
+                             + doc["errors"][0].split(" not understood: ", 1)[1]]
+    assert doc["errors"][0].endswith("(shown as unknown)")
+    # the headless table shows it as unknown too, never 0/0 or idle
+    table = _cockpit("--replay", str(tmp_path / "rec"), "snapshot", "--table", "nodes", "--format", "tsv")
+    lines = [line.split("\t") for line in table.stdout.splitlines()]
+    row = dict(zip(lines[0], next(r for r in lines if r[0] == victim["name"])))
+    assert table.returncode == 1
+    column, cell = {"state": ("STATE", "unknown"), "gpus": ("GPU", "?"), "reason": ("REASON", "?")}[field]
+    assert row[column] == cell, row
 
 
 def test_untyped_gpus_are_counted_with_their_use(tmp_path):

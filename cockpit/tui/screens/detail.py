@@ -24,12 +24,18 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from cockpit.models import ClusterSnapshot, Job, Node
+from cockpit.models.cluster import or_unknown
 from cockpit.text import clean, tail_lines
 from cockpit.tui.rows import duration, gpu_holders, job_state_text, limit_text, mem_gib, node_state_text
 from cockpit.tui.widgets.crumbs import Breadcrumb
 
 TAIL_BYTES = 16384
 TAIL_LINES = 12
+
+
+def _unread(record: Node | Job, field: str) -> str:
+    # the cell says why it is "?": the detail is on the problems screen (!)
+    return "  (could not be read; ! lists why)" if field in record.unknown else ""
 
 
 def _fmt_time(epoch: Any, now: float) -> str:
@@ -162,8 +168,9 @@ class JobDetailScreen(DetailScreen):
 
     def glance(self, job: Job) -> Table:
         now = self.app.clock()
-        pairs = [("state", Text(job_state_text(job) + (f"  reason: {clean(job.reason, 100)}"
-                                                       if job.reason not in ("", "None") else "")))]
+        reason = or_unknown(job, "reason", clean(job.reason, 100) if job.reason not in ("", "None") else "")
+        pairs = [("state", Text(or_unknown(job, "state", job_state_text(job)) + (f"  reason: {reason}" if reason else "")
+                                + _unread(job, "state")))]
         pairs.append(("user", Text(f"{clean(job.user, 30)} (account {clean(job.account or '-', 30)})")))
         pairs.append(("partition", Text(clean(job.partition, 60))))
         elapsed = duration(now - job.start_time) if job.state == "RUNNING" and job.start_time else ""
@@ -266,13 +273,14 @@ class NodeDetailScreen(DetailScreen):
     def node_table(self, node: Node, snap: ClusterSnapshot) -> Table:
         now = self.app.clock()
         pairs = [
-            ("state", f"{node.display_state} (base {node.state}; flags {', '.join(sorted(node.flags)) or 'none'})"),
-            ("reason", clean(node.reason or "", 200)),
+            ("state", or_unknown(node, "state", f"{node.display_state} (base {node.state}; flags "
+                                                f"{', '.join(sorted(node.flags)) or 'none'})") + _unread(node, "state")),
+            ("reason", or_unknown(node, "reason", clean(node.reason or "", 200)) + _unread(node, "reason")),
             ("set by", clean(node.reason_user or "", 40)),
             ("set at", _fmt_time(node.reason_time, now)),
             ("cpus", f"{node.alloc_cpus}/{node.cpus} allocated"),
             ("memory", f"{mem_gib(node.alloc_memory_mb, node.memory_mb)} GiB allocated"),
-            ("GPUs", f"{node.gpu_alloc}/{node.gpu_total} allocated"),
+            ("GPUs", f"{node.gpu_cell} allocated" + _unread(node, "gpus")),
             ("partitions", clean(",".join(node.partitions), 200)),
             ("features", clean(",".join(node.features), 200)),
             ("address", clean(node.address or "", 60)),
