@@ -166,6 +166,57 @@ CASES = {
     "slurmstepd-zetta-671-time-limit.log": ("Slurm log", [
         (Severity.WARN, 'job 494583 on ... hit its time limit'),
     ]),
+    # round 4 (issues 21/26): public recordings of forms the test cluster cannot show
+    "sinfo-o-gcm-20.11.8-pipes-all-fields.txt": ("sinfo", [  # %t drain* and %T drained*: the later column is kept
+        (Severity.CRIT, "1 node(s) drained* (not responding): node0201 - reason 'replace'"),
+        (Severity.OK, "2 node(s) idle, mixed or allocated (sinfo)"),
+    ]),
+    "sinfo-o-labshare-114-gres-used-nodelist.txt": ("sinfo", [
+        (Severity.UNKNOWN, "sinfo table without a STATE column: 7 row(s) (GRES_USED, NODELIST) recorded, "
+                           "node states not judged"),
+    ]),
+    "sinfo-parallelcluster-node-398-power-save-states.txt": ("sinfo", [  # idle~ is a powered-down cloud node
+        (Severity.CRIT, "1 node(s) down# (down): queue1-dy-c-1-1"),
+        (Severity.CRIT, "14 node(s) down~ (down): queue1-dy-c-1-[2-15]"),
+        (Severity.OK, "45 node(s) idle, mixed or allocated (sinfo)"),
+    ]),
+    "sinfo-R-ubuntu-slurm-4-prolog-error.txt": ("sinfo -R", [
+        (Severity.WARN, "hpc: 'Prolog error' (set by slurm at 2018-05-17T01:05:47)"),
+    ]),
+    "sprio-w-technotes-6-fairshare-only.txt": ("sprio", [
+        (Severity.UNKNOWN, "sprio: 0 row(s); weights SITE 1, FAIRSHARE 100000"),
+    ]),
+    "sprio-w-jean-zay-doc-74.txt": ("sprio", [
+        (Severity.UNKNOWN, "sprio: 0 row(s); weights AGE 10000, FAIRSHARE 100000, QOS 250000"),
+    ]),
+    "sdiag-json-rivosinc-23.02.4.json": ("sdiag --json", [
+        (Severity.OK, "slurmctld server threads: 3 of 256"),
+        (Severity.OK, "agent queue (RPCs waiting to go out to nodes): 0"),
+        (Severity.OK, "slurmdbd agent queue (messages waiting for slurmdbd): 5"),
+        (Severity.OK, "last backfill cycle took 4.1 s (interval 30 s)"),  # bf_cycle_last 4097505 us
+        (Severity.OK, "last backfill cycle 30 s before the statistics were taken, 13455 job(s) pending"),
+        (Severity.OK, "162322 RPCs from 2 user(s); most from root (141368)"),  # 141368 + 20954 (abdh)
+    ]),
+    "scontrol-show-node-radiasoft-2136-19.05.8-down-EXCERPT.txt": ("scontrol show node", [
+        (Severity.CRIT, "1 node(s) DOWN (down): localhost"),
+    ]),
+    "scontrol-show-job-goose-slurm-32-running-EXCERPT.txt": ("scontrol show job", [
+        (Severity.OK, "1 job(s) RUNNING: 10804568"),
+    ]),
+    "scontrol-show-job-cg-1578-pending-priority-EXCERPT.txt": ("scontrol show job", [
+        (Severity.OK, "1 job(s) pending: Priority"),
+    ]),
+    "slurmctld-trinity-332-registration-low-cpu.log": ("Slurm log", [  # low socket*core*thread and low cpu: one finding
+        (Severity.WARN, "c001 registered a socket*core*thread count of 1, less than slurm.conf's 20: Slurm drains it"),
+        (Severity.WARN, "slurmctld rejected the registration of c001: Invalid argument"),
+    ]),
+    "srun-ubuntu-slurm-4-job-prolog-failed.log": ("Slurm log", [
+        (Severity.WARN, "a prolog failed on hpc: Slurm drains the node"),
+        (Severity.WARN, "a prolog failed on a node: Slurm drains the node"),  # "Application launch failed: Job prolog failed"
+    ]),
+    "salloc-hpcfund-69-prolog-failure.log": ("Slurm log", [
+        (Severity.WARN, "a prolog failed on k003-006: Slurm drains the node"),
+    ]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
@@ -239,6 +290,11 @@ async def test_the_causes_are_named():
     res = await _records(TEXT / "slurmd-awsome-141-pyxis-epilog.log")
     # the six pyxis lines are one finding, with the lines as its evidence
     assert res.findings[0].detail == "6 line(s)" and "Permission denied" in "\n".join(res.findings[0].evidence)
+
+
+async def test_the_low_resource_lines_are_one_finding_with_both_lines():
+    res = await _records(TEXT / "slurmctld-trinity-332-registration-low-cpu.log")
+    assert res.findings[0].detail == "2 line(s)" and "low cpu count (1 < 20)" in res.findings[0].evidence[1]
 
 
 @pytest.mark.parametrize("name", OTHER_ENDPOINTS)
