@@ -57,10 +57,12 @@ PATTERNS: tuple[Pattern, ...] = (
             "a {phase} failed on {node}: Slurm drains the node"),
     # slurmctld/node_mgr.c: registration checks
     Pattern("slurm.log.registration-rejected", "WARN",
-            re.compile(r"_slurm_rpc_node_registration node=(?P<node>\S+): (?P<msg>.*\S)"),
+            # "node=X: MSG"; an older proc_req.c writes "node=X, time=N, error=MSG" (a copy in the search index)
+            re.compile(r"_slurm_rpc_node_registration node=(?P<node>[^\s,:]+)(?:: |, time=\d+, error=)(?P<msg>.*\S)"),
             "slurmctld rejected the registration of {node}: {msg}"),
     Pattern("slurm.log.low-memory", "WARN",
-            re.compile(r"Node (?P<node>\S+) has low real_memory size \((?P<have>\d+) < (?P<want>\d+)\)"),
+            # "(63622 < 64000)" up to 20.02; "(63622 / 64000) < 100.00%" from 20.11 (node_mgr.c, RealMemory percent)
+            re.compile(r"Node (?P<node>\S+) has low real_memory size \((?P<have>\d+) [</] (?P<want>\d+)\)"),
             "{node} registered {have} MB, less than its RealMemory={want}: Slurm drains it"),
     # node_mgr.c's other registration checks: "has low socket*core*thread count (1 < 20)",
     # "has low cpu count (1 < 20)", "has low tmp_disk size (...)"

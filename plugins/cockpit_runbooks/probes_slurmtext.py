@@ -89,8 +89,9 @@ def _sinfo(res: ProbeResult, cap: Any) -> None:
         if cap.kind == "sinfo -R":
             reason = r.get("REASON", "")
             sev = "CRIT" if reason.lower().startswith("not responding") else "WARN"
-            res.add(sev, "slurm.node.reason", f"{nodes}: {reason!r} (set by {r.get('USER', '?')} at {r.get('TIMESTAMP', '?')})",
-                    _cause(reason))
+            # `sinfo -R --Format=reason,nodelist` has no USER/TIMESTAMP: say only what the table holds
+            who = f" (set by {r['USER']} at {r.get('TIMESTAMP', '?')})" if "USER" in r else ""
+            res.add(sev, "slurm.node.reason", f"{nodes}: {reason!r}{who}", _cause(reason))
             continue
         state = next((r[c] for c in _STATE_COLS if r.get(c)), "?")
         if (nodes, state) in seen:

@@ -217,6 +217,15 @@ CASES = {
     "salloc-hpcfund-69-prolog-failure.log": ("Slurm log", [
         (Severity.WARN, "a prolog failed on k003-006: Slurm drains the node"),
     ]),
+    "sinfo-R-Format-citc-terraform-11-low-realmemory.txt": ("sinfo -R", [  # --Format=reason:40,nodelist: no USER
+        (Severity.WARN, "compute[001-003]: 'Low RealMemory'"),
+    ]),
+    "sinfo-citc-terraform-11-drain.txt": ("sinfo", [
+        (Severity.WARN, "3 node(s) drain (drained): compute[001-003]"),
+    ]),
+    "slurmctld-findstring-33323940580-registration-ml0.log": ("Slurm log", [
+        (Severity.WARN, "slurmctld rejected the registration of ml0: Invalid argument"),
+    ]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
@@ -290,6 +299,20 @@ async def test_the_causes_are_named():
     res = await _records(TEXT / "slurmd-awsome-141-pyxis-epilog.log")
     # the six pyxis lines are one finding, with the lines as its evidence
     assert res.findings[0].detail == "6 line(s)" and "Permission denied" in "\n".join(res.findings[0].evidence)
+
+
+async def test_low_realmemory_without_user_column_names_its_cause():
+    res = await _records(TEXT / "sinfo-R-Format-citc-terraform-11-low-realmemory.txt")
+    assert "slurmd -C" in res.findings[0].detail
+
+
+def test_the_older_registration_wording():
+    """proc_req.c in an older Slurm (search index file id 26123659532) writes
+    ``node=%s, time=%ld, error=%s``: Slurm's format filled in by hand, not a recording."""
+    from cockpit.backends.slurm_logscan import scan_log
+
+    (ev,) = scan_log("error: _slurm_rpc_node_registration node=c12, time=1043, error=Invalid argument").events
+    assert ev.title == "slurmctld rejected the registration of c12: Invalid argument"
 
 
 async def test_the_low_resource_lines_are_one_finding_with_both_lines():

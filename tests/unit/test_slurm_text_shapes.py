@@ -43,3 +43,13 @@ def test_any_sinfo_titles_with_state_and_nodes_read_as_sinfo(extra, where, node,
 def test_a_prolog_failure_names_its_node(node, shape):
     (ev,) = scan_log(shape.format(n=node)).events
     assert ev.code == "slurm.log.prolog-failed" and ev.node == node and f"on {node}:" in ev.title
+
+
+def test_low_real_memory_in_both_wordings():
+    """The 20.02 line is recorded (slurmctld-parallelcluster-1517-low-real-memory.log); the later
+    one is Slurm's format string (node_mgr.c: "Node %s has low real_memory size (%lu / %lu) <
+    %.2f%%") filled in by hand, not a recorded output: no recording of it was found."""
+    for line in ("error: Node ip-10-2-1-120 has low real_memory size (63622 < 64000)",
+                 "debug: Node ip-10-2-1-120 has low real_memory size (63622 / 64000) < 100.00%"):
+        (ev,) = scan_log(line).events
+        assert ev.title == "ip-10-2-1-120 registered 63622 MB, less than its RealMemory=64000: Slurm drains it"
