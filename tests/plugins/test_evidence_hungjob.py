@@ -141,6 +141,19 @@ WATCHDOG = {
     "open-r1-issue620-hard-wrapped-trigger-split-EXCERPT.log": [
         (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): BROADCAST SeqNum 4 in PG 0(default_pg) "
                                             "after 1800000 ms")],
+    # wrapped after "timeout: " behind a launcher prefix; rank 12's wrapped status line names PG 0 (torch 2.4's
+    # "[PG 0 (default_pg) Rank 12]"). Ranks 0-10 and 13 are absent from the excerpt, which the rule reads as behind
+    "milabench-pr269-prefixed-wrapped-after-timeout-colon-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 4 rank(s): REDUCE SeqNum 2070 in PG 0(default_pg) "
+                                            "after 600000 ms"),
+        (Severity.WARN, "straggler.logs", "rank(s) behind by the logs: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13")],
+    # rank 7 in BROADCAST and rank 3 in ALLREDUCE, both at SeqNum 80078: said, not hidden behind one of them
+    "nccl-issue1409-indented-pg-name-with-space-mixed-ops-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 2 rank(s): BROADCAST SeqNum 80078 in PG "
+                                            "0(default_pg) after 600000 ms"),
+        (Severity.WARN, "watchdog.op_mismatch", "at SeqNum 80078 the ranks were in different collectives: ALLREDUCE on "
+                                                "rank(s) 3; BROADCAST on rank(s) 7"),
+        (Severity.WARN, "straggler.logs", "rank(s) behind by the logs: 0, 1, 2, 4, 5, 6")],
     # issue titles that are NCCL fault lines cockpit reads no fields of: UNKNOWN, never OK ("NCCL Error 2"
     # matched nothing before, and read OK)
     **{name: [(Severity.UNKNOWN, "nccl.unread", "1 NCCL/PyTorch distributed fault line(s) not understood: the log is "
