@@ -270,6 +270,37 @@ async def test_a_dump_of_many_named_threads_keeps_every_thread():
                                                               "(threading.py:295)): no other stack to compare it with")]
 
 
+# Public `py-spy dump --native` outputs (tests/data/pyspy/SOURCES.md, round 4): where each stack stands,
+# read by hand: the innermost frame outside libc, unresolved addresses ("0x... (lib)") skipped
+PUBLIC_NATIVE = {
+    # ppoll (libc.so.6) is the wait; glfwRunMainLoop the first frame of the program's own
+    "findstring-66739144137-kitty-py-spy-dump-native-idle-ppoll.txt":
+        "one process dumped (pid 59731, at glfwRunMainLoop (kitty/glfw-x11.so)): no other stack to compare it with",
+    # "0x... (libgallium...)" and "0x... (libGLX_mesa...)" are addresses the write-up shortened, not names
+    "findstring-66739144137-kitty-py-spy-dump-native-active-unsymbolised-EXCERPT.txt":
+        "one process dumped (thread 62509, at process_global_state (kitty/fast_data_types.so)): no other stack to "
+        "compare it with",
+    "findstring-68837665836-sglang-py-spy-dump-native-gil-held-bare-native-frame-EXCERPT.txt":
+        "one process dumped (thread 33476, at _get_token_info (scheduler_components/pool_stats_observer.py:221)): no "
+        "other stack to compare it with",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC_NATIVE))
+async def test_public_native_dumps_stand_at_their_first_named_frame(name):
+    res = await stacks(name)
+    assert found(res) == [(Severity.UNKNOWN, "stacks.single", PUBLIC_NATIVE[name])]
+    assert not any(f.startswith("0x") for s in res.data["stacks"].values() for f in s["frames"])
+
+
+async def test_the_active_threads_lead_in_a_public_native_dump():
+    res = await stacks("findstring-68837665836-sglang-py-spy-dump-native-gil-held-bare-native-frame-EXCERPT.txt")
+    (only,) = res.data["stacks"].values()
+    # both threads are active; the GIL holder is first; the bare "pthread_cond_timedwait" line has no file
+    assert [(t["name"], t["state"]) for t in only["threads"]] == [("MainThread", "active+gil"),
+                                                                  ("af-pool-ffn0-serve", "active")]
+
+
 async def test_a_py_spy_file_without_a_dump_is_unknown():
     res = await probes_job.pyspy_stacks(RunContext(make_ctx(config={}), pyspy_files=(str(SLURM / "SOURCES.md"),)), {})
     assert [(f.severity, f.rule) for f in res.findings] == [(Severity.UNKNOWN, "stacks.unreadable")]
