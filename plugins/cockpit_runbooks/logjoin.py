@@ -46,12 +46,15 @@ def _wrapped(lines: Sequence[str], i: int, rxs: Sequence[re.Pattern], record_sta
     """(joined text, pieces) when lines[i] continues onto the next lines (up to _MAX_PIECES).
 
     A piece that looks like a record start ends the search, except right after a line
-    that holds a message's first words (``forced``): a wrap can fall just before a ``[``."""
+    that holds a message's first words (``forced``): a wrap can fall just before a ``[``.
+    An empty piece always ends it."""
     for k in range(2, _MAX_PIECES + 1):
         if i + k > len(lines):
             return None
         nxt = lines[i + k - 1]
-        if not nxt.strip() or (record_start.match(nxt) and not (forced and k == 2)):
+        # an empty line ends the record; a line of spaces may be a wrapped line's trailing space,
+        # put on a row of its own by a terminal exactly as wide as the text before it
+        if not nxt or (nxt.strip() and record_start.match(nxt) and not (forced and k == 2)):
             return None
         for glue in _GLUES:
             if _crossing(lines[i:i + k], glue, rxs):

@@ -154,6 +154,12 @@ WATCHDOG = {
         (Severity.WARN, "watchdog.op_mismatch", "at SeqNum 80078 the ranks were in different collectives: ALLREDUCE on "
                                                 "rank(s) 3; BROADCAST on rank(s) 7"),
         (Severity.WARN, "straggler.logs", "rank(s) behind by the logs: 0, 1, 2, 4, 5, 6")],
+    "findstring-5550531355-rank6-allgather-wrapped-three-pieces.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): ALLGATHER SeqNum 57 in a PG the log "
+                                            "does not name after 200000 ms")],
+    "findstring-67380672022-bare-allgather-base-wrapped-no-rank.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout (the line names no rank): _ALLGATHER_BASE SeqNum 2 "
+                                            "after 30000 ms (ran for 30093 ms)")],
     # issue titles that are NCCL fault lines cockpit reads no fields of: UNKNOWN, never OK ("NCCL Error 2"
     # matched nothing before, and read OK)
     **{name: [(Severity.UNKNOWN, "nccl.unread", "1 NCCL/PyTorch distributed fault line(s) not understood: the log is "

@@ -205,6 +205,11 @@ WD_CASES = {
         7: {"pg": "0", "pg_guid": "0(default_pg)", "seq": 80078, "op": "BROADCAST", "numel_in": 5056,
             "last_enqueued": 80078, "last_completed": 80077},
         3: {"pg": None, "seq": 80078, "op": "ALLREDUCE", "numel_in": 2106881, "ran_for_ms": 600013}},
+    # "...timeout: " / "WorkNCCL(...) " / "ran for ...": three pieces, each wrap at a space the text kept
+    "findstring-5550531355-rank6-allgather-wrapped-three-pieces.log": {
+        6: {"seq": 57, "op": "ALLGATHER", "numel_in": 191, "numel_out": 1528, "timeout_ms": 200000, "ran_for_ms": 200059}},
+    # wrapped at "timeout:" and "NumelOut=544," with the spaces dropped; no rank: no rank entry
+    "findstring-67380672022-bare-allgather-base-wrapped-no-rank.log": {},
     # the old wording "[Rank 3] NCCL watchdog thread terminated": no PG header, so no PG
     "catalyst-rl-issue15-nccl-watchdog-thread-terminated-old-wording-EXCERPT.log": {
         3: {"pg": None, "seq": 880, "op": "BROADCAST", "timeout_ms": 1800000}},
