@@ -226,6 +226,16 @@ CASES = {
     "slurmctld-findstring-33323940580-registration-ml0.log": ("Slurm log", [
         (Severity.WARN, "slurmctld rejected the registration of ml0: Invalid argument"),
     ]),
+    # sshare at three sites (fair share is policy: recorded, never OK); indented as their docs print them
+    "sshare-findstring-21527705462-lewis4-sbox-fairshare-EXCERPT.txt": ("sshare", [
+        (Severity.UNKNOWN, "4 association(s); lowest fair share 0.098089 (general-gpu user)"),
+    ]),
+    "sshare-findstring-49152516688-rpi-cci-one-user.txt": ("sshare", [
+        (Severity.UNKNOWN, "1 association(s); lowest fair share 0.639472 (bmhr bmhrkmkh)"),
+    ]),
+    "sshare-findstring-27457988068-hpceng-account-EXCERPT.txt": ("sshare", [  # a title line above the header
+        (Severity.UNKNOWN, "4 association(s); lowest fair share 0.655505 (hpceng labeln)"),
+    ]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
