@@ -236,6 +236,17 @@ CASES = {
     "sshare-findstring-27457988068-hpceng-account-EXCERPT.txt": ("sshare", [  # a title line above the header
         (Severity.UNKNOWN, "4 association(s); lowest fair share 0.655505 (hpceng labeln)"),
     ]),
+    "scontrol-show-node-findstring-986912487-20.11.8-allocated.txt": ("scontrol show node", [
+        (Severity.OK, "1 node(s) in service (scontrol show node)"),
+    ]),
+    "scontrol-show-node-findstring-13216167298-22.05.2-kill-task-failed.txt": ("scontrol show node", [
+        (Severity.WARN, "1 node(s) IDLE+DRAIN (drained): localhost - reason 'Kill task failed [root@2024-08-08T19:12:57]'"),
+    ]),
+    "squeue-findstring-13216167298-blank-line-after-header.txt": ("squeue", [
+        (Severity.OK, "0 job(s) running or completing, 1 pending (1 in the table)"),
+        (Severity.WARN, "1 job(s) pending: Nodes required for job are DOWN, DRAINED or reserved for jobs in higher "
+                        "priority partitions"),
+    ]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
@@ -303,6 +314,8 @@ async def test_saved_slurm_text(name):
 
 async def test_the_causes_are_named():
     res = await _records(TEXT / "sinfo-R-awsome-185-kill-task-failed-EXCERPT.txt")
+    assert "UnkillableStepTimeout" in res.findings[0].detail
+    res = await _records(TEXT / "scontrol-show-node-findstring-13216167298-22.05.2-kill-task-failed.txt")
     assert "UnkillableStepTimeout" in res.findings[0].detail
     res = await _records(TEXT / "sinfo-lNe-elasticluster-272-EXCERPT.txt")
     assert all(f.detail.startswith("slurmd does not answer slurmctld") for f in res.findings)
