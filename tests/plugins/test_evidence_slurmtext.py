@@ -247,6 +247,33 @@ CASES = {
         (Severity.WARN, "1 job(s) pending: Nodes required for job are DOWN, DRAINED or reserved for jobs in higher "
                         "priority partitions"),
     ]),
+    # SckyzO/slurm_exporter's captures of its development clusters (provenance.txt there): `sdiag` and
+    # `scontrol show nodes -o` of 24.11.7 and 26.05.2; no backfill cycle ran in either (Total cycles: 0)
+    "sdiag-sckyzo-exporter-24.11.7.txt": ("sdiag", [
+        (Severity.OK, "slurmctld server threads: 1 of 256"),
+        (Severity.OK, "agent queue (RPCs waiting to go out to nodes): 0"),
+        (Severity.OK, "slurmdbd agent queue (messages waiting for slurmdbd): 0"),
+        (Severity.OK, "162 RPCs from 1 user(s); most from user5 (162)"),
+    ]),
+    "sdiag-sckyzo-exporter-26.05.2.txt": ("sdiag", [
+        (Severity.OK, "slurmctld server threads: 1 of 256"),
+        (Severity.OK, "agent queue (RPCs waiting to go out to nodes): 0"),
+        (Severity.OK, "slurmdbd agent queue (messages waiting for slurmdbd): 0"),
+        (Severity.OK, "193 RPCs from 1 user(s); most from user6 (193)"),
+    ]),
+    # 2017, spaces not tabs, no epochs in the time lines and no RPC sections: no backfill age, no RPC finding
+    "sdiag-sckyzo-exporter-2017-test-data.txt": ("sdiag", [
+        (Severity.OK, "slurmctld server threads: 3 of 256"),
+        (Severity.OK, "agent queue (RPCs waiting to go out to nodes): 0"),
+        (Severity.OK, "slurmdbd agent queue (messages waiting for slurmdbd): 0"),
+        (Severity.OK, "last backfill cycle took 1.9 s (interval 30 s)"),  # Last cycle: 1942890 us
+    ]),
+    "scontrol-show-nodes-o-sckyzo-exporter-24.11.7.txt": ("scontrol show node", [  # IDLE/MIXED+DYNAMIC_NORM
+        (Severity.OK, "20 node(s) in service (scontrol show node)"),
+    ]),
+    "scontrol-show-nodes-o-sckyzo-exporter-26.05.2.txt": ("scontrol show node", [
+        (Severity.OK, "20 node(s) in service (scontrol show node)"),
+    ]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
