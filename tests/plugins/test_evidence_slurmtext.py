@@ -274,6 +274,9 @@ CASES = {
     "scontrol-show-nodes-o-sckyzo-exporter-26.05.2.txt": ("scontrol show node", [
         (Severity.OK, "20 node(s) in service (scontrol show node)"),
     ]),
+    "scontrol-show-node-findstring-44552209976-20.11.0-low-realmemory.txt": ("scontrol show node", [
+        (Severity.WARN, "1 node(s) IDLE+DRAIN (drained): cu201 - reason 'Low RealMemory [root@2022-05-18T17:20:20]'"),
+    ]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
@@ -353,6 +356,8 @@ async def test_the_causes_are_named():
 
 async def test_low_realmemory_without_user_column_names_its_cause():
     res = await _records(TEXT / "sinfo-R-Format-citc-terraform-11-low-realmemory.txt")
+    assert "slurmd -C" in res.findings[0].detail
+    res = await _records(TEXT / "scontrol-show-node-findstring-44552209976-20.11.0-low-realmemory.txt")
     assert "slurmd -C" in res.findings[0].detail
 
 
