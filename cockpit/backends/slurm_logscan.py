@@ -50,16 +50,26 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("slurm.log.spank-error", "WARN",
             re.compile(r"spank-(?P<phase>prolog|epilog)(?:\[\d+\])?: error: (?P<plugin>\w+): (?P<msg>.*\S)"),
             "{plugin} {phase} error on {host}: {msg}"),
+    # slurmd "error: prolog failed: rc:...", srun "... failed on node X: Job prolog failed",
+    # salloc "Prolog failure on node X"; the node is named before or after the words (_node_named)
     Pattern("slurm.log.prolog-failed", "WARN",
-            re.compile(r"(?P<phase>[Pp]rolog|[Ee]pilog) (?:failed|error)[^\n]*?(?:node[= ](?P<node>[\w.\[\],-]+))?"),
+            re.compile(r"(?P<phase>[Pp]rolog|[Ee]pilog) (?:failed|failure|error)"),
             "a {phase} failed on {node}: Slurm drains the node"),
     # slurmctld/node_mgr.c: registration checks
     Pattern("slurm.log.registration-rejected", "WARN",
-            re.compile(r"_slurm_rpc_node_registration node=(?P<node>\S+): (?P<msg>.*\S)"),
+            # "node=X: MSG"; an older proc_req.c writes "node=X, time=N, error=MSG" (a copy in the search index)
+            re.compile(r"_slurm_rpc_node_registration node=(?P<node>[^\s,:]+)(?:: |, time=\d+, error=)(?P<msg>.*\S)"),
             "slurmctld rejected the registration of {node}: {msg}"),
     Pattern("slurm.log.low-memory", "WARN",
-            re.compile(r"Node (?P<node>\S+) has low real_memory size \((?P<have>\d+) < (?P<want>\d+)\)"),
+            # "(63622 < 64000)" up to 20.02; "(63622 / 64000) < 100.00%" from 20.11 (node_mgr.c, RealMemory percent)
+            re.compile(r"Node (?P<node>\S+) has low real_memory size \((?P<have>\d+) [</] (?P<want>\d+)\)"),
             "{node} registered {have} MB, less than its RealMemory={want}: Slurm drains it"),
+    # node_mgr.c's other registration checks: "has low socket*core*thread count (1 < 20)",
+    # "has low cpu count (1 < 20)", "has low tmp_disk size (...)"
+    Pattern("slurm.log.low-resources", "WARN",
+            re.compile(r"Node (?P<node>\S+) has low (?P<what>socket\*core\*thread count|cpu count|tmp_disk size)"
+                       r" \((?P<have>\d+) < (?P<want>\d+)\)"),
+            "{node} registered a {what} of {have}, less than slurm.conf's {want}: Slurm drains it"),
     Pattern("slurm.log.config-differs", "WARN", re.compile(r"Node configuration differs from hardware: (?P<msg>.*\S)"),
             "a node's slurm.conf definition differs from its hardware on {host}: {msg}"),
     Pattern("slurm.log.invalid-transition", "WARN",
@@ -95,9 +105,21 @@ class LogScan:
     daemon_lines: int = 0  # lines that looked like Slurm's at all
 
 
+# "failed on node hpc:", "failure on node k003-006", "node=c001": where a line names its node
+# outside the words a pattern matched
+_NODE_NAMED = re.compile(r"\bon node[= ](?P<node>[\w.\[\],-]*\w\]?)|\bnode=(?P<node2>[\w.\[\],-]*\w\]?)")
+
+
+def _node_named(line: str) -> str | None:
+    m = _NODE_NAMED.search(line)
+    return (m.group("node") or m.group("node2")) if m else None
+
+
 def _event(p: Pattern, m: re.Match[str], host: str | None, line: str) -> LogEvent:
     g = {k: v for k, v in m.groupdict().items() if v is not None}
-    node = g.get("node") or g.get("node2") or host
+    if "phase" in g:
+        g["phase"] = g["phase"].lower()  # salloc writes "Prolog failure", slurmd "prolog failed"
+    node = g.get("node") or g.get("node2") or _node_named(line) or host
     g.setdefault("node", node or "a node")
     g.setdefault("host", host or "the node")
     g.setdefault("max", "?")

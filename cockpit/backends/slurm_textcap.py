@@ -24,10 +24,12 @@ from cockpit.errors import ParseError
 _DATE_LINE = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\s*$")
 _SCONTROL_FIRST = {"NodeName": "scontrol show node", "JobId": "scontrol show job",
                    "PartitionName": "scontrol show partition", "ReservationName": "scontrol show reservation"}
-_SINFO_COLS = {"PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST", "HOSTNAMES", "CPUS", "MEMORY",
-               "REASON", "GRES", "S:C:T", "TMP_DISK", "WEIGHT", "FEATURES", "AVAIL_FE", "ACTIVE_FE", "CPUS(A/I/O/T)",
-               "CPU_LOAD", "FREE_MEM", "STATECOMPACT", "STATELONG", "USER", "TIMESTAMP", "GRES_USED", "JOB_SIZE",
-               "ROOT", "OVERSUBS", "GROUPS"}
+# A sinfo header is sinfo's own titles: upper case, with the few signs its titles use
+# ("S:C:T", "CPUS(A/I/O/T)", "NODES(A/I)"). sinfo has some 45 -o/-O fields (a site's header
+# with all of them: tests/data/slurm-text/sinfo-o-gcm-*), so a table is taken for sinfo by
+# its shape and a column that names nodes, not by a closed list of the titles seen so far.
+_TITLE = re.compile(r"^[A-Z][A-Z0-9_:()/]*$")
+_SINFO_NODE_COLS = {"NODELIST", "HOSTNAMES", "NODES", "NODE_ADDR", "NODEHOST", "NODEADDR", "PARTITION"}
 _SPRIO_COLS = {"JOBID", "PARTITION", "USER", "ACCOUNT", "PRIORITY", "SITE", "AGE", "ASSOC", "FAIRSHARE", "JOBSIZE",
                "PARTITION", "QOS", "NICE", "TRES", "QOSNAME"}
 
@@ -52,6 +54,8 @@ def _split_row(line: str, head: list[str], last_at: int, sep: str | None) -> lis
     n = len(head)
     if sep:
         parts = [p.strip() for p in line.split(sep)]
+        if len(parts) == n + 1 and not parts[-1]:
+            parts.pop()  # a row that ends with the separator (`-p` style, or a format ending in "|")
     elif head[0] == "REASON":
         parts = line.strip().rsplit(None, n - 1)
     else:
@@ -93,6 +97,13 @@ def _sprio(head: list[str], body: list[str], head_line: str) -> Capture:
     return cap
 
 
+def _is_sinfo_header(first: list[str]) -> bool:
+    """sinfo's titles, one of them naming nodes; JOBID would make it squeue -o (whose %T is
+    also titled STATE)."""
+    return (all(_TITLE.match(w) for w in first) and "JOBID" not in first
+            and (first[0] == "REASON" or bool(_SINFO_NODE_COLS & set(first))))
+
+
 def read_capture(text: str) -> Capture:
     """Recognise and read one saved table. Raises ParseError saying what the text looked like."""
     lines = _lines(text)
@@ -108,7 +119,7 @@ def read_capture(text: str) -> Capture:
         return _table("squeue", first, lines[1:], lines[0], sep)
     if first[0] == "JOBID" and "PRIORITY" in first and set(first) <= _SPRIO_COLS:
         return _sprio(first, lines[1:], lines[0])
-    if ("STATE" in first or first[0] == "REASON") and set(first) <= _SINFO_COLS:
+    if _is_sinfo_header(first):
         return _table(_sinfo_kind(first), first, lines[1:], lines[0], sep)
     raise ParseError("Slurm text", f"not a sinfo, squeue, sprio or scontrol show table; it starts {lines[0].strip()[:60]!r}")
 

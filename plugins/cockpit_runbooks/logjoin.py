@@ -13,15 +13,27 @@ import re
 from collections.abc import Sequence
 
 _MAX_PIECES = 6  # a ~640-character heartbeat line at a 120-column terminal
-_GLUES = ("", " ")  # a wrap inside a word, and one at a space the paste dropped
+# a wrap inside a word; one at a space the paste dropped; and "smart": a space only where
+# neither side of the wrap has one (a line wrapped twice, once at a kept and once at a
+# dropped space: milabench#269's "detected" / "by watchdog" wrapped again by a terminal)
+_GLUES = ("", " ", None)
 # Every message the watchdog parser reads holds one of these; a joined text without any
 # is not tried against the regexes (most lines of a training log are neither).
 KEYWORDS = ("WorkNCCL", "[PG ", "NCCL WARN", "NET/IB", "Call to ibv_")
 
 
-def _crossing(pieces: Sequence[str], glue: str, rxs: Sequence[re.Pattern]) -> bool:
+def _join(pieces: Sequence[str], glue: str | None) -> str:
+    if glue is not None:
+        return glue.join(pieces)
+    out = pieces[0]
+    for p in pieces[1:]:
+        out += ("" if out[-1:].isspace() or p[:1].isspace() else " ") + p
+    return out
+
+
+def _crossing(pieces: Sequence[str], glue: str | None, rxs: Sequence[re.Pattern]) -> bool:
     """A message starts in the first piece and ends in the last."""
-    text = glue.join(pieces)
+    text = _join(pieces, glue)
     if not any(k in text for k in KEYWORDS):
         return False
     first_end = len(pieces[0])
@@ -34,16 +46,19 @@ def _wrapped(lines: Sequence[str], i: int, rxs: Sequence[re.Pattern], record_sta
     """(joined text, pieces) when lines[i] continues onto the next lines (up to _MAX_PIECES).
 
     A piece that looks like a record start ends the search, except right after a line
-    that holds a message's first words (``forced``): a wrap can fall just before a ``[``."""
+    that holds a message's first words (``forced``): a wrap can fall just before a ``[``.
+    An empty piece always ends it."""
     for k in range(2, _MAX_PIECES + 1):
         if i + k > len(lines):
             return None
         nxt = lines[i + k - 1]
-        if not nxt.strip() or (record_start.match(nxt) and not (forced and k == 2)):
+        # an empty line ends the record; a line of spaces may be a wrapped line's trailing space,
+        # put on a row of its own by a terminal exactly as wide as the text before it
+        if not nxt or (nxt.strip() and record_start.match(nxt) and not (forced and k == 2)):
             return None
         for glue in _GLUES:
             if _crossing(lines[i:i + k], glue, rxs):
-                return glue.join(lines[i:i + k]), k
+                return _join(lines[i:i + k], glue), k
     return None
 
 

@@ -73,7 +73,15 @@ def _names(nodelist: str) -> set[str]:
         return {nodelist}
 
 
+_STATE_COLS = ("STATE", "STATELONG", "STATECOMPACT")
+
+
 def _sinfo(res: ProbeResult, cap: Any) -> None:
+    if cap.kind != "sinfo -R" and cap.rows and not any(c in cap.rows[0] for c in _STATE_COLS):
+        # a custom -o without %t/%T (GRES use, node sizes): the nodes' health is not in it
+        res.add("UNKNOWN", "slurm.recorded", f"{cap.kind} table without a STATE column: {len(cap.rows)} row(s) "
+                f"({', '.join(cap.rows[0])}) recorded, node states not judged")
+        return
     up: set[str] = set()
     seen: set[tuple[str, str]] = set()  # a node is listed once per partition it is in
     for r in cap.rows:
@@ -81,10 +89,11 @@ def _sinfo(res: ProbeResult, cap: Any) -> None:
         if cap.kind == "sinfo -R":
             reason = r.get("REASON", "")
             sev = "CRIT" if reason.lower().startswith("not responding") else "WARN"
-            res.add(sev, "slurm.node.reason", f"{nodes}: {reason!r} (set by {r.get('USER', '?')} at {r.get('TIMESTAMP', '?')})",
-                    _cause(reason))
+            # `sinfo -R --Format=reason,nodelist` has no USER/TIMESTAMP: say only what the table holds
+            who = f" (set by {r['USER']} at {r.get('TIMESTAMP', '?')})" if "USER" in r else ""
+            res.add(sev, "slurm.node.reason", f"{nodes}: {reason!r}{who}", _cause(reason))
             continue
-        state = r.get("STATE") or r.get("STATELONG") or r.get("STATECOMPACT") or "?"
+        state = next((r[c] for c in _STATE_COLS if r.get(c)), "?")
         if (nodes, state) in seen:
             continue
         seen.add((nodes, state))

@@ -25,7 +25,9 @@ _PROCESS = re.compile(r"^Process (\d+): (.*)$")
 _THREAD = re.compile(r'^Thread (0x[0-9A-Fa-f]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
 # the file is the last parenthesised part: a C++ name holds " (" of its own ("std::ratio<(long)1, ...")
 _FRAME = re.compile(r"^    (\S.*) \(([^()]*)\)\s*$")
-_ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")  # an unresolved native frame
+# an unresolved native frame: its address, also as a write-up shortens it ("0x... (libGLX_mesa.so.0)"):
+# no function name starts with "0x"
+_ADDRESS = re.compile(r"^0x(?:[0-9a-fA-F]+|\.\.\.|\u2026)$")
 _TEMPLATE = re.compile(r"<[^<>]*>|\([^()]*\)")  # C++ template and signature text inside a native name
 _NAME_MAX = 120
 # Frames of the C library, the C++ runtime and the interpreter: where every blocked

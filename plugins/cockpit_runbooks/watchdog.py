@@ -42,7 +42,9 @@ TIMEOUT_RE = re.compile(
     r"(?:\[Rank (\d+)\] )?Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)"
     r"(?:, NumelIn=(-?\d+), NumelOut=(-?\d+))?, Timeout\(ms\)=(\d+)\) ran for (\d+) milliseconds"
 )
-_PG_HEAD = r"\[PG (?:ID )?(\S+)(?: PG GUID (\S+))? Rank (\d+)\]"
+# "[PG 1 Rank 0]", torch 2.4's "[PG 0 (default_pg) Rank 7]" (nccl#1409, milabench#269) and
+# 2.5's "[PG ID 0 PG GUID 0(default_pg) Rank 1]": group 1 the PG, 2 its GUID or "(name)", 3 the rank
+_PG_HEAD = r"\[PG (?:ID )?(\S+)(?: (?:PG GUID )?(\S+))? Rank (\d+)\]"
 _PG = _PG_HEAD + r"\s+"
 PG_OLD_RE = re.compile(_PG + r"Exception \(either an error or timeout\) detected by watchdog at work: (-?\d+), "
                        r"last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+)")
@@ -199,9 +201,16 @@ def _attach_pg(log: WatchdogLog, rank: int, key: tuple, pg: str, guid: str | Non
             rep.timeouts[i] = replace(t, pg=pg, pg_guid=guid)
 
 
+def _guid(m: re.Match) -> str | None:
+    """The PG's GUID as 2.5+ prints it ("0(default_pg)"); 2.4's "(default_pg)" after the PG
+    number is the same name, so it reads the same."""
+    g = m.group(2)
+    return f"{m.group(1)}{g}" if g and g.startswith("(") else g
+
+
 def _timeout(log: WatchdogLog, line: str, n: int, m: re.Match, seen: set, by_pg_rank: dict) -> None:
     head = TERMINATED_RE.search(line)  # what():  [PG 3 Rank 5] Process group watchdog thread terminated ...
-    pg, guid = (head.group(1), head.group(2)) if head else (None, None)
+    pg, guid = (head.group(1), _guid(head)) if head else (None, None)
     pg_rank = _int(m.group(1)) if m.group(1) is not None else (int(head.group(3)) if head else None)
     prefixed = GLOBAL_RANK_RE.search(line) is not None
     t = Timeout(_global(line, pg_rank) if pg_rank is not None else None, int(m.group(2)), m.group(3),
@@ -243,7 +252,7 @@ def _record(log: WatchdogLog, line: str, n: int, seen: set, by_pg_rank: dict) ->
     if m:
         pg_rank = int(m.group(3))
         log.rank(_global(line, pg_rank)).status.append(
-            PgStatus(_global(line, pg_rank), m.group(1), int(m.group(4)), int(m.group(5)), int(m.group(6)), n, m.group(2)))
+            PgStatus(_global(line, pg_rank), m.group(1), int(m.group(4)), int(m.group(5)), int(m.group(6)), n, _guid(m)))
         return True
     m = HEARTBEAT_RE.search(line)
     if m:

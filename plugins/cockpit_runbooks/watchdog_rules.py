@@ -19,10 +19,12 @@ def pg_name(r: dict) -> str:
 def _timeouts(res: ProbeResult, log: watchdog.WatchdogLog, ranks: list[dict]) -> list[dict]:
     timed = [r for r in ranks if r["seq"] is not None]
     if timed:
-        t = max(timed, key=lambda r: r["seq"])
+        top = [r for r in timed if r["seq"] == max(x["seq"] for x in timed)]
+        t = next((r for r in top if r["pg"] is not None), top[0])  # the rank whose log names the PG
         res.add("CRIT", "watchdog.timeout",
                 f"NCCL watchdog timeout on {len(timed)} rank(s): {t['op']} SeqNum {t['seq']} in {pg_name(t)} "
                 f"after {t['timeout_ms']} ms", evidence=[e for e in res.evidence if e.startswith("rank ")])
+        _op_mismatch(res, top)
     elif log.unranked:
         # a bare watchdog line (an issue title, a line cut before its prefix): what it states, no rank invented
         t = max(log.unranked, key=lambda x: x.seq)
@@ -30,6 +32,19 @@ def _timeouts(res: ProbeResult, log: watchdog.WatchdogLog, ranks: list[dict]) ->
                 f"NCCL watchdog timeout (the line names no rank): {t.op} SeqNum {t.seq} after {t.timeout_ms} ms "
                 f"(ran for {t.ran_for_ms} ms)", evidence=[f"line {u.line_no}: SeqNum {u.seq} {u.op}" for u in log.unranked[:5]])
     return timed
+
+
+def _op_mismatch(res: ProbeResult, top: list[dict]) -> None:
+    """Ranks stopped at the same SeqNum in different collectives (nccl#1409: rank 3 in
+    ALLREDUCE, rank 7 in BROADCAST, both SeqNum 80078): said, not hidden behind the first."""
+    ops: dict[str, list[int]] = {}
+    for r in top:
+        ops.setdefault(r["op"], []).append(r["rank"])
+    if len(ops) > 1:
+        said = "; ".join(f"{op} on rank(s) {', '.join(map(str, rs[:8]))}" for op, rs in sorted(ops.items()))
+        res.add("WARN", "watchdog.op_mismatch", f"at SeqNum {top[0]['seq']} the ranks were in different collectives: {said}",
+                "in one process group that means the ranks issued different collectives (their code paths "
+                "differ); SeqNums count per process group, and the log does not name every rank's")
 
 
 def _failures(res: ProbeResult, ranks: list[dict], timed: list[dict]) -> None:

@@ -141,6 +141,25 @@ WATCHDOG = {
     "open-r1-issue620-hard-wrapped-trigger-split-EXCERPT.log": [
         (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): BROADCAST SeqNum 4 in PG 0(default_pg) "
                                             "after 1800000 ms")],
+    # wrapped after "timeout: " behind a launcher prefix; rank 12's wrapped status line names PG 0 (torch 2.4's
+    # "[PG 0 (default_pg) Rank 12]"). Ranks 0-10 and 13 are absent from the excerpt, which the rule reads as behind
+    "milabench-pr269-prefixed-wrapped-after-timeout-colon-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 4 rank(s): REDUCE SeqNum 2070 in PG 0(default_pg) "
+                                            "after 600000 ms"),
+        (Severity.WARN, "straggler.logs", "rank(s) behind by the logs: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13")],
+    # rank 7 in BROADCAST and rank 3 in ALLREDUCE, both at SeqNum 80078: said, not hidden behind one of them
+    "nccl-issue1409-indented-pg-name-with-space-mixed-ops-EXCERPT.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 2 rank(s): BROADCAST SeqNum 80078 in PG "
+                                            "0(default_pg) after 600000 ms"),
+        (Severity.WARN, "watchdog.op_mismatch", "at SeqNum 80078 the ranks were in different collectives: ALLREDUCE on "
+                                                "rank(s) 3; BROADCAST on rank(s) 7"),
+        (Severity.WARN, "straggler.logs", "rank(s) behind by the logs: 0, 1, 2, 4, 5, 6")],
+    "findstring-5550531355-rank6-allgather-wrapped-three-pieces.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout on 1 rank(s): ALLGATHER SeqNum 57 in a PG the log "
+                                            "does not name after 200000 ms")],
+    "findstring-67380672022-bare-allgather-base-wrapped-no-rank.log": [
+        (Severity.CRIT, "watchdog.timeout", "NCCL watchdog timeout (the line names no rank): _ALLGATHER_BASE SeqNum 2 "
+                                            "after 30000 ms (ran for 30093 ms)")],
     # issue titles that are NCCL fault lines cockpit reads no fields of: UNKNOWN, never OK ("NCCL Error 2"
     # matched nothing before, and read OK)
     **{name: [(Severity.UNKNOWN, "nccl.unread", "1 NCCL/PyTorch distributed fault line(s) not understood: the log is "
@@ -255,6 +274,37 @@ async def test_a_dump_of_many_named_threads_keeps_every_thread():
                                                     "ThreadPoolExecutor-0_0", "ThreadPoolExecutor-0_1", "ThreadPoolExecutor-0_2"]
     assert found(res) == [(Severity.UNKNOWN, "stacks.single", "one process dumped (thread 0x7F768F77C740, at wait "
                                                               "(threading.py:295)): no other stack to compare it with")]
+
+
+# Public `py-spy dump --native` outputs (tests/data/pyspy/SOURCES.md, round 4): where each stack stands,
+# read by hand: the innermost frame outside libc, unresolved addresses ("0x... (lib)") skipped
+PUBLIC_NATIVE = {
+    # ppoll (libc.so.6) is the wait; glfwRunMainLoop the first frame of the program's own
+    "findstring-66739144137-kitty-py-spy-dump-native-idle-ppoll.txt":
+        "one process dumped (pid 59731, at glfwRunMainLoop (kitty/glfw-x11.so)): no other stack to compare it with",
+    # "0x... (libgallium...)" and "0x... (libGLX_mesa...)" are addresses the write-up shortened, not names
+    "findstring-66739144137-kitty-py-spy-dump-native-active-unsymbolised-EXCERPT.txt":
+        "one process dumped (thread 62509, at process_global_state (kitty/fast_data_types.so)): no other stack to "
+        "compare it with",
+    "findstring-68837665836-sglang-py-spy-dump-native-gil-held-bare-native-frame-EXCERPT.txt":
+        "one process dumped (thread 33476, at _get_token_info (scheduler_components/pool_stats_observer.py:221)): no "
+        "other stack to compare it with",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC_NATIVE))
+async def test_public_native_dumps_stand_at_their_first_named_frame(name):
+    res = await stacks(name)
+    assert found(res) == [(Severity.UNKNOWN, "stacks.single", PUBLIC_NATIVE[name])]
+    assert not any(f.startswith("0x") for s in res.data["stacks"].values() for f in s["frames"])
+
+
+async def test_the_active_threads_lead_in_a_public_native_dump():
+    res = await stacks("findstring-68837665836-sglang-py-spy-dump-native-gil-held-bare-native-frame-EXCERPT.txt")
+    (only,) = res.data["stacks"].values()
+    # both threads are active; the GIL holder is first; the bare "pthread_cond_timedwait" line has no file
+    assert [(t["name"], t["state"]) for t in only["threads"]] == [("MainThread", "active+gil"),
+                                                                  ("af-pool-ffn0-serve", "active")]
 
 
 async def test_a_py_spy_file_without_a_dump_is_unknown():

@@ -24,7 +24,8 @@ A100 = "gpud-nvlink-status-8x-a100-sxm4-80gb-12-links-25gbps.txt"
 A10 = "gpud-nvlink-status-a10-no-nvlink-empty.txt"
 # one GPU each, in MIG mode: "Nvlink queries are not supported for Devices in MIG mode", no link line
 MIG = ("nvidia_gpu_exporter-nvlink-s-h100-mig-590.48.01-not-supported.txt",
-       "nvidia_gpu_exporter-nvlink-s-h200-mig-590.48.01-not-supported.txt")
+       "nvidia_gpu_exporter-nvlink-s-h200-mig-590.48.01-not-supported.txt",
+       "nvidia_gpu_exporter-nvlink-s-h200-mig-610.43.02-not-supported.txt")  # a later driver, one 3g.71gb MIG device
 H100 = "nvidia_gpu_exporter-nvlink-s-h100-590.48.01-18-links-tabs.txt"
 V100 = "azhpc-diagnostics-issue73-v100-sxm2-links-3-5-inactive-EXCERPT.txt"
 GB200 = "k8s-test-infra-issue371-gb200-53.125-elided-EXCERPT.txt"
@@ -145,7 +146,7 @@ async def test_fan_out_over_a_jobs_nodes_names_the_bad_node_and_drains_it():
     assert rep.severity == Severity.WARN
 
 
-@pytest.mark.parametrize("name,product", zip(MIG, ("NVIDIA H100 80GB HBM3", "NVIDIA H200")))
+@pytest.mark.parametrize("name,product", zip(MIG, ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA H200"), strict=True))
 async def test_a_gpu_in_mig_mode_is_said_to_hide_its_nvlinks(name, product):
     res = await _probe_files(name)
     assert [(f.severity, f.rule, f.title) for f in res.findings] == [

@@ -166,6 +166,117 @@ CASES = {
     "slurmstepd-zetta-671-time-limit.log": ("Slurm log", [
         (Severity.WARN, 'job 494583 on ... hit its time limit'),
     ]),
+    # round 4 (issues 21/26): public recordings of forms the test cluster cannot show
+    "sinfo-o-gcm-20.11.8-pipes-all-fields.txt": ("sinfo", [  # %t drain* and %T drained*: the later column is kept
+        (Severity.CRIT, "1 node(s) drained* (not responding): node0201 - reason 'replace'"),
+        (Severity.OK, "2 node(s) idle, mixed or allocated (sinfo)"),
+    ]),
+    "sinfo-o-labshare-114-gres-used-nodelist.txt": ("sinfo", [
+        (Severity.UNKNOWN, "sinfo table without a STATE column: 7 row(s) (GRES_USED, NODELIST) recorded, "
+                           "node states not judged"),
+    ]),
+    "sinfo-parallelcluster-node-398-power-save-states.txt": ("sinfo", [  # idle~ is a powered-down cloud node
+        (Severity.CRIT, "1 node(s) down# (down): queue1-dy-c-1-1"),
+        (Severity.CRIT, "14 node(s) down~ (down): queue1-dy-c-1-[2-15]"),
+        (Severity.OK, "45 node(s) idle, mixed or allocated (sinfo)"),
+    ]),
+    "sinfo-R-ubuntu-slurm-4-prolog-error.txt": ("sinfo -R", [
+        (Severity.WARN, "hpc: 'Prolog error' (set by slurm at 2018-05-17T01:05:47)"),
+    ]),
+    "sprio-w-technotes-6-fairshare-only.txt": ("sprio", [
+        (Severity.UNKNOWN, "sprio: 0 row(s); weights SITE 1, FAIRSHARE 100000"),
+    ]),
+    "sprio-w-jean-zay-doc-74.txt": ("sprio", [
+        (Severity.UNKNOWN, "sprio: 0 row(s); weights AGE 10000, FAIRSHARE 100000, QOS 250000"),
+    ]),
+    "sdiag-json-rivosinc-23.02.4.json": ("sdiag --json", [
+        (Severity.OK, "slurmctld server threads: 3 of 256"),
+        (Severity.OK, "agent queue (RPCs waiting to go out to nodes): 0"),
+        (Severity.OK, "slurmdbd agent queue (messages waiting for slurmdbd): 5"),
+        (Severity.OK, "last backfill cycle took 4.1 s (interval 30 s)"),  # bf_cycle_last 4097505 us
+        (Severity.OK, "last backfill cycle 30 s before the statistics were taken, 13455 job(s) pending"),
+        (Severity.OK, "162322 RPCs from 2 user(s); most from root (141368)"),  # 141368 + 20954 (abdh)
+    ]),
+    "scontrol-show-node-radiasoft-2136-19.05.8-down-EXCERPT.txt": ("scontrol show node", [
+        (Severity.CRIT, "1 node(s) DOWN (down): localhost"),
+    ]),
+    "scontrol-show-job-goose-slurm-32-running-EXCERPT.txt": ("scontrol show job", [
+        (Severity.OK, "1 job(s) RUNNING: 10804568"),
+    ]),
+    "scontrol-show-job-cg-1578-pending-priority-EXCERPT.txt": ("scontrol show job", [
+        (Severity.OK, "1 job(s) pending: Priority"),
+    ]),
+    "slurmctld-trinity-332-registration-low-cpu.log": ("Slurm log", [  # low socket*core*thread and low cpu: one finding
+        (Severity.WARN, "c001 registered a socket*core*thread count of 1, less than slurm.conf's 20: Slurm drains it"),
+        (Severity.WARN, "slurmctld rejected the registration of c001: Invalid argument"),
+    ]),
+    "srun-ubuntu-slurm-4-job-prolog-failed.log": ("Slurm log", [
+        (Severity.WARN, "a prolog failed on hpc: Slurm drains the node"),
+        (Severity.WARN, "a prolog failed on a node: Slurm drains the node"),  # "Application launch failed: Job prolog failed"
+    ]),
+    "salloc-hpcfund-69-prolog-failure.log": ("Slurm log", [
+        (Severity.WARN, "a prolog failed on k003-006: Slurm drains the node"),
+    ]),
+    "sinfo-R-Format-citc-terraform-11-low-realmemory.txt": ("sinfo -R", [  # --Format=reason:40,nodelist: no USER
+        (Severity.WARN, "compute[001-003]: 'Low RealMemory'"),
+    ]),
+    "sinfo-citc-terraform-11-drain.txt": ("sinfo", [
+        (Severity.WARN, "3 node(s) drain (drained): compute[001-003]"),
+    ]),
+    "slurmctld-findstring-33323940580-registration-ml0.log": ("Slurm log", [
+        (Severity.WARN, "slurmctld rejected the registration of ml0: Invalid argument"),
+    ]),
+    # sshare at three sites (fair share is policy: recorded, never OK); indented as their docs print them
+    "sshare-findstring-21527705462-lewis4-sbox-fairshare-EXCERPT.txt": ("sshare", [
+        (Severity.UNKNOWN, "4 association(s); lowest fair share 0.098089 (general-gpu user)"),
+    ]),
+    "sshare-findstring-49152516688-rpi-cci-one-user.txt": ("sshare", [
+        (Severity.UNKNOWN, "1 association(s); lowest fair share 0.639472 (bmhr bmhrkmkh)"),
+    ]),
+    "sshare-findstring-27457988068-hpceng-account-EXCERPT.txt": ("sshare", [  # a title line above the header
+        (Severity.UNKNOWN, "4 association(s); lowest fair share 0.655505 (hpceng labeln)"),
+    ]),
+    "scontrol-show-node-findstring-986912487-20.11.8-allocated.txt": ("scontrol show node", [
+        (Severity.OK, "1 node(s) in service (scontrol show node)"),
+    ]),
+    "scontrol-show-node-findstring-13216167298-22.05.2-kill-task-failed.txt": ("scontrol show node", [
+        (Severity.WARN, "1 node(s) IDLE+DRAIN (drained): localhost - reason 'Kill task failed [root@2024-08-08T19:12:57]'"),
+    ]),
+    "squeue-findstring-13216167298-blank-line-after-header.txt": ("squeue", [
+        (Severity.OK, "0 job(s) running or completing, 1 pending (1 in the table)"),
+        (Severity.WARN, "1 job(s) pending: Nodes required for job are DOWN, DRAINED or reserved for jobs in higher "
+                        "priority partitions"),
+    ]),
+    # SckyzO/slurm_exporter's captures of its development clusters (provenance.txt there): `sdiag` and
+    # `scontrol show nodes -o` of 24.11.7 and 26.05.2; no backfill cycle ran in either (Total cycles: 0)
+    "sdiag-sckyzo-exporter-24.11.7.txt": ("sdiag", [
+        (Severity.OK, "slurmctld server threads: 1 of 256"),
+        (Severity.OK, "agent queue (RPCs waiting to go out to nodes): 0"),
+        (Severity.OK, "slurmdbd agent queue (messages waiting for slurmdbd): 0"),
+        (Severity.OK, "162 RPCs from 1 user(s); most from user5 (162)"),
+    ]),
+    "sdiag-sckyzo-exporter-26.05.2.txt": ("sdiag", [
+        (Severity.OK, "slurmctld server threads: 1 of 256"),
+        (Severity.OK, "agent queue (RPCs waiting to go out to nodes): 0"),
+        (Severity.OK, "slurmdbd agent queue (messages waiting for slurmdbd): 0"),
+        (Severity.OK, "193 RPCs from 1 user(s); most from user6 (193)"),
+    ]),
+    # 2017, spaces not tabs, no epochs in the time lines and no RPC sections: no backfill age, no RPC finding
+    "sdiag-sckyzo-exporter-2017-test-data.txt": ("sdiag", [
+        (Severity.OK, "slurmctld server threads: 3 of 256"),
+        (Severity.OK, "agent queue (RPCs waiting to go out to nodes): 0"),
+        (Severity.OK, "slurmdbd agent queue (messages waiting for slurmdbd): 0"),
+        (Severity.OK, "last backfill cycle took 1.9 s (interval 30 s)"),  # Last cycle: 1942890 us
+    ]),
+    "scontrol-show-nodes-o-sckyzo-exporter-24.11.7.txt": ("scontrol show node", [  # IDLE/MIXED+DYNAMIC_NORM
+        (Severity.OK, "20 node(s) in service (scontrol show node)"),
+    ]),
+    "scontrol-show-nodes-o-sckyzo-exporter-26.05.2.txt": ("scontrol show node", [
+        (Severity.OK, "20 node(s) in service (scontrol show node)"),
+    ]),
+    "scontrol-show-node-findstring-44552209976-20.11.0-low-realmemory.txt": ("scontrol show node", [
+        (Severity.WARN, "1 node(s) IDLE+DRAIN (drained): cu201 - reason 'Low RealMemory [root@2022-05-18T17:20:20]'"),
+    ]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
@@ -234,11 +345,34 @@ async def test_saved_slurm_text(name):
 async def test_the_causes_are_named():
     res = await _records(TEXT / "sinfo-R-awsome-185-kill-task-failed-EXCERPT.txt")
     assert "UnkillableStepTimeout" in res.findings[0].detail
+    res = await _records(TEXT / "scontrol-show-node-findstring-13216167298-22.05.2-kill-task-failed.txt")
+    assert "UnkillableStepTimeout" in res.findings[0].detail
     res = await _records(TEXT / "sinfo-lNe-elasticluster-272-EXCERPT.txt")
     assert all(f.detail.startswith("slurmd does not answer slurmctld") for f in res.findings)
     res = await _records(TEXT / "slurmd-awsome-141-pyxis-epilog.log")
     # the six pyxis lines are one finding, with the lines as its evidence
     assert res.findings[0].detail == "6 line(s)" and "Permission denied" in "\n".join(res.findings[0].evidence)
+
+
+async def test_low_realmemory_without_user_column_names_its_cause():
+    res = await _records(TEXT / "sinfo-R-Format-citc-terraform-11-low-realmemory.txt")
+    assert "slurmd -C" in res.findings[0].detail
+    res = await _records(TEXT / "scontrol-show-node-findstring-44552209976-20.11.0-low-realmemory.txt")
+    assert "slurmd -C" in res.findings[0].detail
+
+
+def test_the_older_registration_wording():
+    """proc_req.c in an older Slurm (search index file id 26123659532) writes
+    ``node=%s, time=%ld, error=%s``: Slurm's format filled in by hand, not a recording."""
+    from cockpit.backends.slurm_logscan import scan_log
+
+    (ev,) = scan_log("error: _slurm_rpc_node_registration node=c12, time=1043, error=Invalid argument").events
+    assert ev.title == "slurmctld rejected the registration of c12: Invalid argument"
+
+
+async def test_the_low_resource_lines_are_one_finding_with_both_lines():
+    res = await _records(TEXT / "slurmctld-trinity-332-registration-low-cpu.log")
+    assert res.findings[0].detail == "2 line(s)" and "low cpu count (1 < 20)" in res.findings[0].evidence[1]
 
 
 @pytest.mark.parametrize("name", OTHER_ENDPOINTS)

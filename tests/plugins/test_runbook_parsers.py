@@ -193,6 +193,23 @@ WD_CASES = {
     # the what() line wrapped at 137 columns inside "colle|ctive" and "millisecond|s": three pieces joined
     "open-r1-issue620-hard-wrapped-trigger-split-EXCERPT.log": {
         3: {"pg": "0", "pg_guid": "0(default_pg)", "seq": 4, "op": "BROADCAST", "timeout_ms": 1800000, "ran_for_ms": 1800011}},
+    # a launcher's "dinov2-giant-nodes.cn-d004 [stderr] " prefix; each timeout wrapped after "timeout: " and
+    # the status line inside "detected" / "by watchdog"; torch 2.4's "[PG 0 (default_pg) Rank 12]" header
+    "milabench-pr269-prefixed-wrapped-after-timeout-colon-EXCERPT.log": {
+        11: {"pg": None, "seq": 2070, "op": "REDUCE", "ran_for_ms": 600036, "last_completed": None},
+        12: {"pg": "0", "pg_guid": "0(default_pg)", "seq": 2070, "ran_for_ms": 600036, "last_enqueued": 2070,
+             "last_completed": 2069},
+        14: {"seq": 2070, "ran_for_ms": 600034}, 15: {"seq": 2070, "ran_for_ms": 600040}},
+    # indented by the markdown; rank 7 BROADCAST and rank 3 ALLREDUCE at the same SeqNum 80078
+    "nccl-issue1409-indented-pg-name-with-space-mixed-ops-EXCERPT.log": {
+        7: {"pg": "0", "pg_guid": "0(default_pg)", "seq": 80078, "op": "BROADCAST", "numel_in": 5056,
+            "last_enqueued": 80078, "last_completed": 80077},
+        3: {"pg": None, "seq": 80078, "op": "ALLREDUCE", "numel_in": 2106881, "ran_for_ms": 600013}},
+    # "...timeout: " / "WorkNCCL(...) " / "ran for ...": three pieces, each wrap at a space the text kept
+    "findstring-5550531355-rank6-allgather-wrapped-three-pieces.log": {
+        6: {"seq": 57, "op": "ALLGATHER", "numel_in": 191, "numel_out": 1528, "timeout_ms": 200000, "ran_for_ms": 200059}},
+    # wrapped at "timeout:" and "NumelOut=544," with the spaces dropped; no rank: no rank entry
+    "findstring-67380672022-bare-allgather-base-wrapped-no-rank.log": {},
     # the old wording "[Rank 3] NCCL watchdog thread terminated": no PG header, so no PG
     "catalyst-rl-issue15-nccl-watchdog-thread-terminated-old-wording-EXCERPT.log": {
         3: {"pg": None, "seq": 880, "op": "BROADCAST", "timeout_ms": 1800000}},
