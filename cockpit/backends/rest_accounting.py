@@ -167,7 +167,7 @@ def _matches(rec: JobRecord, here: dict[str, tuple[str, ...]]) -> bool:
 def _exit_codes(doc: dict, recs: tuple[JobRecord, ...]) -> tuple[tuple[JobRecord, ...], str]:
     """The records with untrusted exit codes made unknown (see the module docstring), and
     the note for the cost line ("" where the codes are trusted)."""
-    if aj.exit_codes_trusted(doc) or not recs:
+    if aj.exit_codes_trusted(doc) or all(r.state == "COMPLETED" for r in recs):
         return recs, ""
     out = []
     for r in recs:

@@ -88,7 +88,7 @@ def test_one_job_with_its_steps_and_an_unknown_id():
     (job,) = found.items
     assert [s.step_id for s in job.steps] == ["batch", "0", "1"]
     assert all(s.state == "COMPLETED" and s.exit_code == 0 for s in job.steps)
-    assert found.costs[0].bounds == ("job 9715",)
+    assert found.costs[0].bounds == ("job 9715",) and "left unknown" not in found.costs[0].command  # COMPLETED: 0
     assert asyncio.run(acct.job("999999999")).items == ()
 
 
