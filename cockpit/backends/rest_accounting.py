@@ -38,6 +38,9 @@ from cockpit.models.accounting import JobRecord, QueryCost
 _V38_PARAMS = frozenset({"start_time", "end_time", "state", "partition", "account", "node", "skip_steps"})
 _NOT_FOUND = 9003  # slurmdb_jobs_get's "Nothing found": an unknown id, not a failure
 _UNTRUSTED = "exit codes: this slurmdb API reports 0 for a failed job, left unknown"
+# v0.0.38 reads a comma list of states; data_parser (v0.0.40 on) reads each state as one flag
+# ("state=COMPLETED,FAILED": 'Unknown flag "COMPLETED,FAILED"', 24.11), so there it is repeated.
+_COMMA_STATES = frozenset({"v0.0.38"})
 
 
 def jobs_params(openapi: dict, dbapi: str) -> frozenset[str]:
@@ -69,17 +72,17 @@ class RestAccounting:
     def _path(self, what: str) -> str:
         return f"/slurmdb/{self.dbapi}/{what}"
 
-    def query(self, q: JobQuery, now: float) -> tuple[dict[str, str], list[str], dict[str, tuple[str, ...]]]:
+    def query(self, q: JobQuery, now: float) -> tuple[dict[str, Any], list[str], dict[str, tuple[str, ...]]]:
         """(the request's parameters, its bounds for the cost line, what is filtered here
         because this API version has no parameter for it)."""
         end = "now" if q.end is None or q.end >= now else _since(q.end, now)
-        params = {"start_time": _since(q.start, now), "end_time": end}
+        params: dict[str, Any] = {"start_time": _since(q.start, now), "end_time": end}
         bounds = [f"window {_human((q.end if q.end is not None else now) - q.start)}"]
         if not q.steps and "skip_steps" in self.params:
             params["skip_steps"] = "true"
             bounds.append("no steps")
         if q.states:
-            params["state"] = ",".join(q.states)
+            params["state"] = ",".join(q.states) if self.dbapi in _COMMA_STATES else list(q.states)
             bounds.append(f"{len(q.states)} states")
         if q.nodes:
             params["node"] = q.nodes
@@ -93,13 +96,14 @@ class RestAccounting:
                 bounds.append(f"{key} filtered by cockpit ({self.dbapi} has no {key} parameter)")
         return params, bounds, here
 
-    async def _get(self, what: str, params: dict[str, str] | None = None) -> tuple[bytes, float, str]:
+    async def _get(self, what: str, params: dict[str, Any] | None = None) -> tuple[bytes, float, str]:
         started = time.monotonic()
         raw = await self.client.get(self._path(what), params=params)
-        shown = f"GET {self._path(what)}" + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+        shown = f"GET {self._path(what)}" + ("?" + "&".join(
+            f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in params.items()) if params else "")
         return raw, time.monotonic() - started, shown
 
-    async def _read(self, what: str, params: dict[str, str] | None, steps: bool):
+    async def _read(self, what: str, params: dict[str, Any] | None, steps: bool):
         """(doc, records, warnings, seconds, bytes, shown). Raises BackendError naming Slurm's
         words where slurmdbd refused the query; "Nothing found" is no records."""
         raw, took, shown = await self._get(what, params)

@@ -60,6 +60,8 @@ def test_a_query_is_bounded_like_saccts_and_filters_here_what_the_version_cannot
     acct.params = acct.params | {"users"}
     params, _, here = acct.query(q, NOW)
     assert params["users"] == "alice" and here == {}
+    acct.dbapi = "v0.0.42"  # data_parser: one flag per state, the parameter repeated
+    assert acct.query(q, NOW)[0]["state"] == ["COMPLETED", "FAILED"]
 
 
 def test_finished_jobs_read_with_the_cli_reader_and_22_05_exit_codes_unknown():
