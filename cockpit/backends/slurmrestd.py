@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from cockpit.backends.base import Capabilities
+from cockpit.backends.rest_accounting import RestAccountingOffer, jobs_params
 from cockpit.backends.rest_client import (
     RestAuthError, RestClient, RestSettings, choose_version, find_token, redact, served_versions,
 )
@@ -51,6 +52,7 @@ class SlurmRestBackend(SlurmCliBackend):
         self.client = client
         self.api = ""  # the slurm API version in use (v0.0.38 ...)
         self.dbapi = ""  # the slurmdb one, "" where slurmrestd serves none
+        self.jobs_params: frozenset[str] = frozenset()  # what /slurmdb/{dbapi}/jobs takes, from /openapi
         self.description = f"slurmrestd {settings.url}"
 
     @classmethod
@@ -84,6 +86,7 @@ class SlurmRestBackend(SlurmCliBackend):
         slurm, slurmdb = served_versions(doc)
         self.api = choose_version(slurm)
         self.dbapi = choose_version(slurmdb, "slurmdb") if slurmdb else ""
+        self.jobs_params = jobs_params(json.loads(doc), self.dbapi) if self.dbapi else frozenset()
         self.description = f"slurmrestd {self.api} at {self.settings.url}"
         await self._check_token()
 
@@ -135,10 +138,10 @@ class SlurmRestBackend(SlurmCliBackend):
         return NoProbes("slurmrestd reaches the controller, not the nodes: no probes without SSH")
 
     def capabilities(self) -> Capabilities:
-        """Streaming loads (the CLI's path), the gate's executor and a probe runner that
-        says why it has none. Accounting over /slurmdb is not read yet (it says so)."""
+        """Streaming loads (the CLI's path), accounting over /slurmdb, the gate's executor
+        and a probe runner that says why it has none."""
         if self._caps is None:
-            self._caps = Capabilities(streaming=self, accounting=_NoAccounting(), executor=self, probes=self,
+            self._caps = Capabilities(streaming=self, accounting=RestAccountingOffer(self), executor=self, probes=self,
                                       inspection=self, unread=self)
         return self._caps
 
@@ -169,13 +172,6 @@ class SlurmRestBackend(SlurmCliBackend):
         if self.client is not None:
             await self.client.close()
         await super().close()
-
-
-class _NoAccounting:
-    accounting_why = "accounting through slurmrestd's /slurmdb endpoints is not read yet: use --backend slurm-cli"
-
-    async def accounting(self) -> None:
-        return None
 
 
 def rest_settings(config: Any) -> RestSettings:
