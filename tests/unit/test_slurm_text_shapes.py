@@ -53,3 +53,4 @@ def test_low_real_memory_in_both_wordings():
                  "debug: Node ip-10-2-1-120 has low real_memory size (63622 / 64000) < 100.00%"):
         (ev,) = scan_log(line).events
         assert ev.title == "ip-10-2-1-120 registered 63622 MB, less than its RealMemory=64000: Slurm drains it"
+
