@@ -3,7 +3,9 @@
 ``/metrics/scheduler``. Pure, no I/O; every parser raises only ParseError.
 
 Recorded forms: tests/data/slurm-22.05|24.11|26.05/sdiag.txt (the test
-clusters), tests/data/slurm-postmortem/*sdiag*.json, tests/data/slurm-text/metrics-*.txt.
+clusters), tests/data/slurm-text/sdiag-* (sites' and an exporter's, 2017 to 26.05),
+tests/data/slurm-postmortem/*sdiag*.json and slurmrestd-22.05/diag.json (three JSON
+schemas), tests/data/slurm-text/metrics-*.txt.
 """
 
 from __future__ import annotations

@@ -30,6 +30,9 @@ _SCONTROL_FIRST = {"NodeName": "scontrol show node", "JobId": "scontrol show job
 # its shape and a column that names nodes, not by a closed list of the titles seen so far.
 _TITLE = re.compile(r"^[A-Z][A-Z0-9_:()/]*$")
 _SINFO_NODE_COLS = {"NODELIST", "HOSTNAMES", "NODES", "NODE_ADDR", "NODEHOST", "NODEADDR", "PARTITION"}
+# squeue's titles that sinfo never prints: an squeue -o without JOBID is still not sinfo
+_SQUEUE_ONLY = {"JOBID", "ST", "NAME", "NODELIST(REASON)", "TIME_LIMIT", "TIME_LEFT", "START_TIME", "SUBMIT_TIME",
+                "ARRAY_JOB_ID", "ARRAY_TASK_ID", "MIN_MEMORY", "DEPENDENCY"}
 _SPRIO_COLS = {"JOBID", "PARTITION", "USER", "ACCOUNT", "PRIORITY", "SITE", "AGE", "ASSOC", "FAIRSHARE", "JOBSIZE",
                "PARTITION", "QOS", "NICE", "TRES", "QOSNAME"}
 
@@ -98,9 +101,9 @@ def _sprio(head: list[str], body: list[str], head_line: str) -> Capture:
 
 
 def _is_sinfo_header(first: list[str]) -> bool:
-    """sinfo's titles, one of them naming nodes; JOBID would make it squeue -o (whose %T is
-    also titled STATE)."""
-    return (all(_TITLE.match(w) for w in first) and "JOBID" not in first
+    """sinfo's titles, one of them naming nodes; a title only squeue prints (JOBID, ST, NAME,
+    ...) makes it squeue -o, whose %T is also titled STATE."""
+    return (all(_TITLE.match(w) for w in first) and not _SQUEUE_ONLY & set(first)
             and (first[0] == "REASON" or bool(_SINFO_NODE_COLS & set(first))))
 
 

@@ -78,6 +78,12 @@ def _compare(res: ProbeResult, log: watchdog.WatchdogLog, world: Any, timed: lis
         res.facts["straggler_ranks"] = list(verdict.behind)
         res.add("WARN", "straggler.logs", f"rank(s) behind by the logs: {', '.join(map(str, verdict.behind))}",
                 evidence=verdict.reasons)
+    elif verdict.in_sync and timed and verdict.unheard:
+        res.add("WARN", "watchdog.in_sync", f"the {len(log.ranks)} rank(s) that logged a timeout stopped at the same "
+                f"SeqNum; {len(verdict.unheard)} rank(s) ({', '.join(map(str, verdict.unheard[:8]))}"
+                f"{', ...' if len(verdict.unheard) > 8 else ''}) logged nothing here",
+                "the text holds part of the job's log: the other ranks' lines (or their absence) are not in it, "
+                "so no straggler is named; give every rank's log")
     elif verdict.in_sync and timed:
         res.add("WARN", "watchdog.in_sync", "every rank stopped at the same SeqNum: the collective hung on all of them",
                 "the logs cannot name a straggler; look at the stacks and the nodes' health")

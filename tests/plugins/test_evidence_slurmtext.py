@@ -354,6 +354,21 @@ async def test_the_causes_are_named():
     assert res.findings[0].detail == "6 line(s)" and "Permission denied" in "\n".join(res.findings[0].evidence)
 
 
+@pytest.mark.parametrize("path, threads, rpcs", [
+    # data_parser v0.0.39 (plain numbers), v0.0.41 ({set, infinite, number}), and slurmrestd 22.05's
+    # openapi v0.0.38 /diag: the same statistics object in three schemas, read by hand
+    ("slurm-text/sdiag-json-rivosinc-23.02.4.json", 3, "162322 RPCs from 2 user(s); most from root (141368)"),
+    ("slurm-postmortem/rivosinc-exporter-sdiag-24.05.5-json.json", 2, "29 RPCs from 1 user(s); most from root (29)"),
+    ("slurmrestd-22.05/diag.json", 3, "12 RPCs from 2 user(s); most from root (8)"),
+])
+async def test_sdiag_json_in_each_schema(path, threads, rpcs):
+    res = await _records(DATA / path)
+    assert res.sources == [f"{DATA / path}: sdiag --json"]
+    titles = [f.title for f in res.findings]
+    assert titles[0] == f"slurmctld server threads: {threads} of 256" and titles[-1] == rpcs
+    assert verdict(res.findings) == Severity.OK
+
+
 async def test_low_realmemory_without_user_column_names_its_cause():
     res = await _records(TEXT / "sinfo-R-Format-citc-terraform-11-low-realmemory.txt")
     assert "slurmd -C" in res.findings[0].detail

@@ -235,6 +235,18 @@ def test_every_watchdog_log_parses_per_rank(name):
     assert got == WD_CASES[name]
 
 
+def test_silence_names_a_straggler_only_as_the_exception():
+    """A rank that logged nothing is a suspect when its peers did (LlamaFactory#7396: rank 1 of 0-4);
+    when most of the assumed world 0..max is silent, the text is part of a job's log and no rank is
+    called behind (milabench#269: ranks 11, 12, 14, 15 of 0-15). Built from the recordings' own lines."""
+    few = watchdog.parse((WD / "milabench-pr269-prefixed-wrapped-after-timeout-colon-EXCERPT.log").read_text())
+    v = watchdog.compare(few)
+    assert v.behind == () and v.in_sync and v.unheard == (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13)
+    # given the world, the same ranks are what the rule says they are: silent among peers that logged
+    assert watchdog.compare(few, world=range(11, 16)).behind == (13,)
+    llama = watchdog.parse((WD / "llamafactory-issue7396-allreduce-watchdog-timeout-EXCERPT.log").read_text())
+    assert watchdog.compare(llama).behind == (1,) and watchdog.compare(llama).unheard == ()
+
 def test_the_rank_behind_is_named():
     legacy = watchdog.parse((WD / "pytorch-issue118369-legacy-format-seqnum-skew-EXCERPT.log").read_text())
     v = watchdog.compare(legacy)

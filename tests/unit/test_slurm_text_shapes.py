@@ -53,3 +53,19 @@ def test_low_real_memory_in_both_wordings():
                  "debug: Node ip-10-2-1-120 has low real_memory size (63622 / 64000) < 100.00%"):
         (ev,) = scan_log(line).events
         assert ev.title == "ip-10-2-1-120 registered 63622 MB, less than its RealMemory=64000: Slurm drains it"
+
+
+
+def test_an_squeue_table_without_jobid_is_not_taken_for_sinfo():
+    """The header of a recorded squeue (tests/data/slurm-text/cluster-22.05-squeue.txt) with its
+    JOBID column left out: a constructed variant, not a recording. It names PARTITION and NODES,
+    as sinfo does, but ST and NODELIST(REASON) are squeue's own."""
+    import pytest
+
+    from cockpit.errors import ParseError
+
+    rec = (GCM.parent / "cluster-22.05-squeue.txt").read_text().splitlines()
+    head = rec[0].split()
+    assert head[0] == "JOBID"
+    with pytest.raises(ParseError, match="not a sinfo, squeue, sprio or scontrol show table"):
+        read_capture(" ".join(head[1:]) + "\n" + " ".join(rec[1].split()[1:]) + "\n")
