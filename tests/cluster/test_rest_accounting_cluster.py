@@ -83,7 +83,10 @@ async def test_finished_jobs_through_slurmrestd_equal_saccts(rest_acct):
         while len(await accounted()) < 2:  # slurmdbd takes the end record a moment after slurmctld
             assert time.monotonic() < deadline, f"jobs {ok}, {bad} never reached accounting"
             await asyncio.sleep(0.5)  # the poll's interval, not a wait for time to pass
-        end = int(time.time()) - 1  # a closed window in the past: both reads see the same jobs
+        # A closed window in the past, after our jobs ended: both reads see the same jobs.
+        end = max(j.end_time or 0 for j in (await accounted()).values()) + 1
+        while time.time() < end + 1:
+            await asyncio.sleep(0.2)  # the poll's interval: until the window's end has passed
         q = JobQuery(start=t0 - 600, end=end)
         a, b = await cacct.jobs(q), await racct.jobs(q)
         assert not b.warnings
