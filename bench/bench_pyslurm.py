@@ -17,7 +17,8 @@ one run, medians of ``--runs`` fresh processes each:
 * each as a ratio to the floor: the controller answering alone,
   ``squeue --all --json >/dev/null`` and the node listing
   (``scontrol show node --json``, ``sinfo --json`` on 22.05) run at once;
-* the TUI in a tmux pane: seconds from start to the Pulse view with data;
+* the TUI in a tmux pane: seconds from start to the Pulse view with data, and
+  to its JOBS line counting all the held jobs (the whole queue read);
 * slurmrestd (the test cluster's, JWT of the test user): the same load through
   the REST backend; the peak RSS of the slurmrestd server and of slurmctld
   while each column ran (VmRSS sampled every 20 ms);
@@ -205,15 +206,16 @@ def floor(env, node_argv: list[str], runs: int) -> dict:
     return out
 
 
-def tui_first_screen(env, backend: str) -> float:
-    """Seconds from starting ``cockpit`` in a tmux pane to the Pulse view showing data
-    (the header's "age"), polled every 20 ms."""
+def tui_first_screen(env, backend: str, held: int) -> tuple[float, float]:
+    """Seconds from starting ``cockpit`` in a tmux pane to the Pulse view showing data (the
+    header's age is a number: "age —" is shown before any), and to its JOBS line counting at
+    least the ``held`` jobs as pending (the whole queue read), polled every 20 ms."""
     import shutil
     import tempfile
 
     cockpit = Path(sys.executable).parent / "cockpit"  # the venv running this bench (a worktree has none)
     if shutil.which("tmux") is None or not cockpit.exists():
-        return float("nan")
+        return float("nan"), float("nan")
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp, "cockpit")
         cfg.mkdir()
@@ -226,15 +228,18 @@ def tui_first_screen(env, backend: str) -> float:
         def tmux(*a):
             return subprocess.run(["tmux", "-L", sock, *a], capture_output=True, text=True, env=tenv, timeout=20)
 
-        t = time.perf_counter()
+        t, first = time.perf_counter(), float("nan")
         tmux("new-session", "-d", "-x", "160", "-y", "48", "--", str(cockpit))
         try:
-            while time.perf_counter() - t < 300:  # squeue --json at 50k jobs alone takes seconds
-                head = (tmux("capture-pane", "-p").stdout.splitlines() or [""])[0]
-                if "Pulse" in head and "age" in head:
-                    return time.perf_counter() - t
+            while time.perf_counter() - t < 300:  # squeue --json at 50k jobs alone takes 16 s
+                pane = tmux("capture-pane", "-p").stdout
+                head = (pane.splitlines() or [""])[0]
+                if first != first and "Pulse" in head and re.search(r"\bage \d", head):
+                    first = time.perf_counter() - t
+                if (m := re.search(r"(\d+) pending", pane)) and int(m.group(1)) >= held:
+                    return first, time.perf_counter() - t
                 time.sleep(0.02)
-            return float("nan")
+            return first, float("nan")
         finally:
             tmux("kill-server")
 
@@ -297,7 +302,8 @@ def run_all(env, node_argv, args, sampler: PeakSampler) -> dict:
         for k in ("rpcs_first", "rpcs_refresh"):  # other clients of slurmctld only add to sdiag's counts
             med[k] = min(s[k] for s in samples)
         if mode != "pyslurm-thread" and not args.no_tui:  # the TUI always uses the worker process
-            med["tui_first_s"] = statistics.median(tui_first_screen(env, mode) for _ in range(args.runs))
+            tui = [tui_first_screen(env, mode, args.jobs) for _ in range(args.runs)]
+            med["tui_first_s"], med["tui_all_s"] = (statistics.median(x) for x in zip(*tui))
         peaks = sampler.take()
         med["rss_ctld_mb"] = peaks["slurmctld"]
         med["rss_server_mb"] = peaks["slurmrestd"] if mode == "slurmrestd" else float("nan")
@@ -331,6 +337,7 @@ def report(r: dict, version: str, node_argv: list[str], args) -> None:
         print(f"{label:38}" + "".join(cells))
 
     row("TUI: start to Pulse with data, s", "tui_first_s", ratio=f["both_s"])
+    row("TUI: start to Pulse counting all jobs", "tui_all_s", ratio=f["both_s"])
     row("backend chosen (probe), s", "probe_s")
     row("first load nodes+jobs, s (x floor)", "first_s", ratio=f["both_s"])
     row("refresh, nothing changed, s", "refresh_s", ratio=f["both_s"])
