@@ -1,6 +1,7 @@
 """pyslurm vs the CLI backend vs slurmrestd on the real test cluster, loaded with thousands of held jobs.
 
-    sudo tests/cluster/up && sudo .venv/bin/python bench/bench_pyslurm.py [--jobs 9000] [--runs 3]
+    flock /tmp/cockpit-heavy.lock .venv/bin/python bench/bench_pyslurm.py [--jobs 9000] [--runs 3]
+        (as root, on the test cluster: tests/cluster/up; --jobs 50000 --modes slurm-cli,pyslurm for #24)
 
 Loads the cluster with N held jobs (one record each: held array tasks stay one
 record in slurmctld, in squeue --json and in pyslurm alike, so they are
@@ -16,15 +17,19 @@ one run, medians of ``--runs`` fresh processes each:
 * each as a ratio to the floor: the controller answering alone,
   ``squeue --all --json >/dev/null`` and the node listing
   (``scontrol show node --json``, ``sinfo --json`` on 22.05) run at once;
-* the TUI in a tmux pane: seconds from start to the Pulse view with data;
+* the TUI in a tmux pane: seconds from start to the Pulse view with data, and
+  to its JOBS line counting all the held jobs (the whole queue read);
 * slurmrestd (the test cluster's, JWT of the test user): the same load through
-  the REST backend, and the peak RSS of the slurmrestd server itself (VmHWM);
+  the REST backend; the peak RSS of the slurmrestd server and of slurmctld
+  while each column ran (VmRSS sampled every 20 ms);
 * the UI question: the worst gap of a 5 ms asyncio ticker during a refresh and
   during a fetch from a controller that does not answer, with pyslurm in a
   thread of the UI process vs in the worker process.
 
-The jobs are removed at the end (scancel --name); slurmctld keeps them another
-MinJobAge (300 s on the test cluster). Child processes do the measuring
+The jobs are removed at the end (scancel --name, then it waits for the queue to
+be what it was); slurmctld keeps their records another MinJobAge (300 s on the
+test cluster), so a second run right after needs room for both in MaxJobCount.
+The load average is printed beside each column. Child processes do the measuring
 (``--measure``), so that one backend's peak memory never hides the other's.
 """
 
@@ -45,7 +50,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from heldjobs import PeakSampler, load, queued, unload  # noqa: E402 - bench/ is this script's folder
 ENV_SH = Path("/run/cockpit-cluster/env.sh")
+MODES = ("slurm-cli", "pyslurm", "pyslurm-thread", "slurmrestd")
 _RPC = re.compile(r"^\s+(REQUEST_\w+|MESSAGE_\w+)\s+\(\s*\d+\)\s+count:(\d+)")
 
 
@@ -142,9 +149,9 @@ async def measure(mode: str) -> dict:
     out["rpcs_first"], out["rpcs_refresh"] = rpc_delta(before, loaded), rpc_delta(loaded, rpcs(env))
     await backend.close()
     out["rss_self_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    # In thread mode the only children are the sdiag calls, whose RSS right after fork is this
-    # process's: no helper to report.
-    out["rss_helper_mb"] = (float("nan") if mode == "pyslurm-thread"
+    # In thread mode and over REST the only children are the sdiag calls, whose RSS right after
+    # fork is this process's: no helper to report (slurmrestd's server is measured by the parent).
+    out["rss_helper_mb"] = (float("nan") if mode in ("pyslurm-thread", "slurmrestd")
                             else resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     return out
 
@@ -166,10 +173,11 @@ def rpcs(env) -> dict[str, int]:
 
 
 def rpc_delta(before: dict[str, int], after: dict[str, int]) -> int:
-    """Read RPCs between two sdiag calls (the sdiag call itself and submissions left out)."""
-    skip = ("REQUEST_STATS_INFO", "REQUEST_SUBMIT_BATCH_JOB", "REQUEST_CANCEL_JOB_STEP", "REQUEST_KILL_JOB",
+    """Read RPCs between two sdiag calls: submissions and job ends left out, and the one
+    sdiag call that closes the window (slurmrestd's own token check is a diag too)."""
+    skip = ("REQUEST_SUBMIT_BATCH_JOB", "REQUEST_CANCEL_JOB_STEP", "REQUEST_KILL_JOB",
             "MESSAGE_NODE_REGISTRATION_STATUS", "REQUEST_COMPLETE_BATCH_SCRIPT", "MESSAGE_EPILOG_COMPLETE")
-    return sum(after.get(k, 0) - before.get(k, 0) for k in after if k not in skip)
+    return sum(after.get(k, 0) - before.get(k, 0) for k in after if k not in skip) - 1
 
 
 def child(mode: str, env) -> dict:
@@ -198,15 +206,16 @@ def floor(env, node_argv: list[str], runs: int) -> dict:
     return out
 
 
-def tui_first_screen(env, backend: str) -> float:
-    """Seconds from starting ``cockpit`` in a tmux pane to the Pulse view showing data
-    (the header's "age"), polled every 20 ms."""
+def tui_first_screen(env, backend: str, held: int) -> tuple[float, float]:
+    """Seconds from starting ``cockpit`` in a tmux pane to the Pulse view showing data (the
+    header's age is a number: "age —" is shown before any), and to its JOBS line counting at
+    least the ``held`` jobs as pending (the whole queue read), polled every 20 ms."""
     import shutil
     import tempfile
 
-    cockpit = ROOT / ".venv" / "bin" / "cockpit"
+    cockpit = Path(sys.executable).parent / "cockpit"  # the venv running this bench (a worktree has none)
     if shutil.which("tmux") is None or not cockpit.exists():
-        return float("nan")
+        return float("nan"), float("nan")
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp, "cockpit")
         cfg.mkdir()
@@ -219,38 +228,20 @@ def tui_first_screen(env, backend: str) -> float:
         def tmux(*a):
             return subprocess.run(["tmux", "-L", sock, *a], capture_output=True, text=True, env=tenv, timeout=20)
 
-        t = time.perf_counter()
+        t, first = time.perf_counter(), float("nan")
         tmux("new-session", "-d", "-x", "160", "-y", "48", "--", str(cockpit))
         try:
-            while time.perf_counter() - t < 60:
-                head = (tmux("capture-pane", "-p").stdout.splitlines() or [""])[0]
-                if "Pulse" in head and "age" in head:
-                    return time.perf_counter() - t
+            while time.perf_counter() - t < 300:  # squeue --json at 50k jobs alone takes 16 s
+                pane = tmux("capture-pane", "-p").stdout
+                head = (pane.splitlines() or [""])[0]
+                if first != first and "Pulse" in head and re.search(r"\bage \d", head):
+                    first = time.perf_counter() - t
+                if (m := re.search(r"(\d+) pending", pane)) and int(m.group(1)) >= held:
+                    return first, time.perf_counter() - t
                 time.sleep(0.02)
-            return float("nan")
+            return first, float("nan")
         finally:
             tmux("kill-server")
-
-
-def server_peak_mb(env, daemon: str) -> float:
-    """The peak RSS (VmHWM) of the test cluster's ``daemon`` on head, from its pid file."""
-    try:
-        pid = Path(env["COCKPIT_TEST_CLUSTER_RUN"], "pids", f"head.{daemon}.pid").read_text().split()[0]
-        status = Path(f"/proc/{pid}/status").read_text()
-    except (OSError, KeyError, IndexError):
-        return float("nan")
-    m = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
-    return int(m.group(1)) / 1024 if m else float("nan")
-
-
-def load(env, tag: str, n: int) -> None:
-    code = ("import pyslurm, sys\n"
-            f"for i in range({n}):\n"
-            f"    pyslurm.JobSubmitDescription(name={tag!r}, script='#!/bin/sh\\nsleep 1\\n', priority=0,\n"
-            "        standard_output='/dev/null', working_directory='/tmp', time_limit=1).submit()\n")
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=900)
-    print(f"loaded {n} held jobs in {time.perf_counter() - t:.1f} s", file=sys.stderr)
 
 
 def main() -> None:
@@ -258,8 +249,15 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=0,
                     help="held jobs to submit (default: up to 9000, leaving 500 of MaxJobCount to others)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--modes", default=",".join(MODES), help=f"columns, comma-separated (default: all of {MODES})")
+    ap.add_argument("--no-tui", action="store_true", help="skip the TUI first-screen row (tmux)")
+    ap.add_argument("--no-down", action="store_true", help="skip the controller-not-answering runs (9 s each)")
+    ap.add_argument("--json", help="also write the raw figures to this file")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    args.modes = [m for m in args.modes.split(",") if m]
+    if bad := [m for m in args.modes if m not in MODES]:
+        ap.error(f"--modes: unknown column {bad[0]!r} (known: {', '.join(MODES)})")
     if args.measure:
         print(json.dumps(asyncio.run(measure(args.measure))))
         return
@@ -275,67 +273,87 @@ def main() -> None:
                                   env=env).stdout.split())
         args.jobs = max(0, min(9000, limit - have - 500))
     tag = f"cockpit-bench-{uuid.uuid4().hex[:6]}"
-    load(env, tag, args.jobs)
+    before = queued(env)
+    sampler = PeakSampler(env)
+    sampler.start()
     try:
-        results = run_all(env, node_argv, args.runs)
+        load(env, tag, args.jobs)
+        results = run_all(env, node_argv, args, sampler)
     finally:
-        subprocess.run(["scancel", "--name", tag], env=env, check=False)
+        unload(env, tag, before)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
     report(results, version, node_argv, args)
 
 
-def run_all(env, node_argv, runs: int) -> dict:
-    res: dict = {"floor": floor(env, node_argv, runs)}
-    for mode in ("slurm-cli", "pyslurm", "pyslurm-thread", "slurmrestd"):
-        samples = [child(mode, env) for _ in range(runs)]
+def _load_avg() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def run_all(env, node_argv, args, sampler: PeakSampler) -> dict:
+    sampler.take()  # the peaks of loading the jobs are not a column's
+    res: dict = {"floor": floor(env, node_argv, args.runs), "load_start": _load_avg()}
+    res["floor"]["ctld_mb"] = sampler.take()["slurmctld"]
+    for mode in args.modes:
+        load_before = os.getloadavg()[0]
+        samples = [child(mode, env) for _ in range(args.runs)]
         med = {k: statistics.median(s[k] for s in samples) for k, v in samples[0].items()
                if isinstance(v, (int, float))}
         for k in ("rpcs_first", "rpcs_refresh"):  # other clients of slurmctld only add to sdiag's counts
             med[k] = min(s[k] for s in samples)
+        if mode != "pyslurm-thread" and not args.no_tui:  # the TUI always uses the worker process
+            tui = [tui_first_screen(env, mode, args.jobs) for _ in range(args.runs)]
+            med["tui_first_s"], med["tui_all_s"] = (statistics.median(x) for x in zip(*tui))
+        peaks = sampler.take()
+        med["rss_ctld_mb"] = peaks["slurmctld"]
+        med["rss_server_mb"] = peaks["slurmrestd"] if mode == "slurmrestd" else float("nan")
+        med["load"] = f"{load_before:.1f} -> {os.getloadavg()[0]:.1f}"
         res[mode] = med
-    for mode in ("pyslurm-down", "pyslurm-thread-down"):
-        res[mode] = child(mode, env)
-    for mode in ("slurm-cli", "pyslurm", "slurmrestd"):
-        res[mode]["tui_first_s"] = statistics.median(tui_first_screen(env, mode) for _ in range(runs))
-    res["slurmrestd"]["rss_server_mb"] = server_peak_mb(env, "slurmrestd")
-    res["pyslurm-thread"]["tui_first_s"] = float("nan")  # the TUI always uses the worker process
+    if not args.no_down:
+        for mode in ("pyslurm-down", "pyslurm-thread-down"):
+            res[mode] = child(mode, env)
+    res["load_end"] = _load_avg()
     return res
 
 
 def report(r: dict, version: str, node_argv: list[str], args) -> None:
-    f = r["floor"]
-    print(f"Slurm {version}, {r['slurm-cli']['jobs']:.0f} jobs and {r['slurm-cli']['nodes']:.0f} nodes in "
-          f"slurmctld ({args.jobs} of them held, submitted for this run); medians of {args.runs} runs")
+    f, cols = r["floor"], [c for c in MODES if c in r]
+    first = r[cols[0]]
+    print(f"Slurm {version}, {first['jobs']:.0f} jobs and {first['nodes']:.0f} nodes in slurmctld ({args.jobs} of "
+          f"them held, submitted for this run); medians of {args.runs} runs; load average (1/5/15 min) "
+          f"{r['load_start']} at the start, {r['load_end']} at the end")
     print(f"floor: squeue --all --json {f['jobs_s']:.2f} s, {' '.join(node_argv)} {f['nodes_s']:.2f} s, "
-          f"both at once {f['both_s']:.2f} s; squeue's peak RSS {f['rss_mb']:.0f} MB")
-    cols = ("slurm-cli", "pyslurm", "pyslurm-thread", "slurmrestd")
-    for c in cols:
-        r[c].setdefault("rss_server_mb", float("nan"))
-    print(f"{'':34}" + "".join(f"{c:>16}" for c in cols))
+          f"both at once {f['both_s']:.2f} s; squeue's peak RSS {f['rss_mb']:.0f} MB, slurmctld's {f['ctld_mb']:.0f} MB")
+    print(f"{'':38}" + "".join(f"{c:>18}" for c in cols))
 
     def row(label, key, fmt="{:.2f}", ratio=None):
         cells = []
         for c in cols:
-            v = r[c][key]
+            v = r[c].get(key, float("nan"))
             cell = fmt.format(v) if v == v else "-"  # nan: not measured for this column
             if ratio and v == v:
                 cell += f" ({v / ratio:.2f}x)"
-            cells.append(f"{cell:>16}")
-        print(f"{label:34}" + "".join(cells))
+            cells.append(f"{cell:>18}")
+        print(f"{label:38}" + "".join(cells))
 
     row("TUI: start to Pulse with data, s", "tui_first_s", ratio=f["both_s"])
+    row("TUI: start to Pulse counting all jobs", "tui_all_s", ratio=f["both_s"])
     row("backend chosen (probe), s", "probe_s")
     row("first load nodes+jobs, s (x floor)", "first_s", ratio=f["both_s"])
     row("refresh, nothing changed, s", "refresh_s", ratio=f["both_s"])
     row("peak RSS, cockpit process, MB", "rss_self_mb", "{:.0f}")
     row("peak RSS, largest helper, MB", "rss_helper_mb", "{:.0f}")
     row("peak RSS, slurmrestd server, MB", "rss_server_mb", "{:.0f}")
+    row("peak RSS, slurmctld, MB", "rss_ctld_mb", "{:.0f}")
     row("slurmctld RPCs: start + first load", "rpcs_first", "{:.0f}")
     row("slurmctld RPCs: refresh", "rpcs_refresh", "{:.0f}")
     row("UI: worst 5 ms tick during refresh, s", "stall_refresh_s", "{:.3f}")
+    row("load average 1 min, before -> after", "load", "{}")
     for mode in ("pyslurm-down", "pyslurm-thread-down"):
-        d = r[mode]
-        print(f"controller not answering, {mode.removesuffix('-down')}: the fetch failed after {d['down_s']:.1f} s, "
-              f"worst 5 ms tick {d['stall_down_s']:.3f} s ({d['down_error'][:70]})")
+        if mode in r:
+            d = r[mode]
+            print(f"controller not answering, {mode.removesuffix('-down')}: the fetch failed after "
+                  f"{d['down_s']:.1f} s, worst 5 ms tick {d['stall_down_s']:.3f} s ({d['down_error'][:70]})")
 
 
 if __name__ == "__main__":
