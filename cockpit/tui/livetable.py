@@ -39,7 +39,7 @@ class LiveTable:
     """Rows by key with a filtered and sorted order; not thread-safe (one builder at a time)."""
 
     __slots__ = ("build", "key", "_objs", "_rows", "_pred", "_field", "_reverse", "_config",
-                 "_kept", "_present", "_missing", "_stale_order", "_widths")
+                 "_kept", "_present", "_missing", "_stale_order", "_widths", "_shared")
 
     def __init__(self, build: Callable[[Any], Row], key: Callable[[Any], Any]) -> None:
         self.build, self.key = build, key
@@ -54,6 +54,7 @@ class LiveTable:
         self._missing: list[Any] = []  # sorted mode: keys without a value (always last)
         self._stale_order = True
         self._widths: list[int] = []
+        self._shared = False  # _rows was handed to a TableData: copied before it changes
 
     # -- configuration ------------------------------------------------------
     def configure(self, query: str, predicate: Any, field: int | None, reverse: bool) -> None:
@@ -109,6 +110,8 @@ class LiveTable:
         return changed, removed
 
     def _apply_rows(self, changed: list[tuple[Any, Any]], removed: list[Any]) -> None:
+        if self._shared and (changed or removed):  # copy on write: the table may be drawing it
+            self._rows, self._shared = dict(self._rows), False
         for k in removed:
             del self._objs[k], self._rows[k]
         for k, obj in changed:
@@ -182,8 +185,10 @@ class LiveTable:
         self._present = [k for _nk, _t, k in self._present]
 
     def data(self) -> TableData:
-        """An immutable view for the UI thread (copies, so later updates cannot race a draw)."""
+        """An immutable view for the UI thread: the rows dict is shared until the next
+        update that changes it copies it (a refresh without changes copies nothing)."""
         rows = self._rows
+        self._shared = True
         if self._field is not None:
             present = self._present[::-1] if self._reverse else self._present
             order = tuple(present + self._missing)
@@ -192,7 +197,7 @@ class LiveTable:
             if self._reverse:
                 keys.reverse()
             order = tuple(keys)
-        return TableData(dict(rows), order, Positions(order), len(rows), tuple(self._widths))
+        return TableData(rows, order, Positions(order), len(rows), tuple(self._widths))
 
 
 def _chunked_sort(items: list[tuple]) -> list[tuple]:
