@@ -366,10 +366,22 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
         out["keys"] = len(lat)
         out["workers"] = _worker_peaks(backend)
         out["rows"] = table.row_count
+        out["full_gc_ms"] = _full_gc_ms()
         out["rss_end_mb"] = rss_now_mb()
     await backend.close()
     out["rss_mb"] = peak_rss_mb()
     return out
+
+
+def _full_gc_ms() -> float:
+    """The UI thread's pause for the poller's periodic thaw and full collection
+    (settle_heap when its thaw is due), forced now."""
+    from cockpit.core import poller
+
+    poller._next_thaw = 0.0
+    t = time.perf_counter()
+    poller.settle_heap()
+    return (time.perf_counter() - t) * 1000
 
 
 async def bench_datatable(cluster: Cluster, refreshes: int, sample: int) -> dict:
@@ -432,6 +444,9 @@ def show(title: str, r: dict) -> None:
     print(f"    of which handlers+drawing {r['ui_per_refresh_ms']:8.1f} ms  (max {r['ui_per_refresh_max_ms']:.1f})")
     print(f"  key-to-screen p50 / p99     {r['key_p50_ms']:8.1f} / {r['key_p99_ms']:.1f} ms over {r['keys']} keys "
           "(target p99 <= 50 ms)")
+    if "full_gc_ms" in r:
+        print(f"  full GC (thaw) pause        {r['full_gc_ms']:8.1f} ms  (settle_heap's thaw, forced; no key is "
+              "answered meanwhile)")
     workers = r.get("workers") or {}
     total = r["rss_mb"] + sum(workers.values())
     parts = "".join(f", {k} worker {v:.0f} MB" for k, v in workers.items())

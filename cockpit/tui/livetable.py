@@ -29,7 +29,7 @@ from typing import Any
 
 from cockpit.core.filtering import natural_key
 from cockpit.tui.columns import data_widths, grow_widths
-from cockpit.tui.rows import Row, TableData
+from cockpit.tui.rows import Positions, Row, TableData
 
 FULL_REBUILD = 0.2  # above this fraction of changed rows, rebuild the order from scratch
 SORT_CHUNK = 4096
@@ -39,7 +39,7 @@ class LiveTable:
     """Rows by key with a filtered and sorted order; not thread-safe (one builder at a time)."""
 
     __slots__ = ("build", "key", "_objs", "_rows", "_pred", "_field", "_reverse", "_config",
-                 "_kept", "_present", "_missing", "_stale_order", "_widths")
+                 "_kept", "_present", "_missing", "_stale_order", "_widths", "_shared")
 
     def __init__(self, build: Callable[[Any], Row], key: Callable[[Any], Any]) -> None:
         self.build, self.key = build, key
@@ -49,11 +49,12 @@ class LiveTable:
         self._field: int | None = None
         self._reverse = False
         self._config: tuple = ("", None, False)
-        self._kept: set[Any] = set()
+        self._kept: set[Any] | None = set()  # keys passing the filter; None: every key (no filter)
         self._present: list[Any] = []  # sorted mode: keys with a value, ascending
         self._missing: list[Any] = []  # sorted mode: keys without a value (always last)
         self._stale_order = True
         self._widths: list[int] = []
+        self._shared = False  # _rows was handed to a TableData: copied before it changes
 
     # -- configuration ------------------------------------------------------
     def configure(self, query: str, predicate: Any, field: int | None, reverse: bool) -> None:
@@ -109,6 +110,8 @@ class LiveTable:
         return changed, removed
 
     def _apply_rows(self, changed: list[tuple[Any, Any]], removed: list[Any]) -> None:
+        if self._shared and (changed or removed):  # copy on write: the table may be drawing it
+            self._rows, self._shared = dict(self._rows), False
         for k in removed:
             del self._objs[k], self._rows[k]
         for k, obj in changed:
@@ -136,7 +139,8 @@ class LiveTable:
     def _place(self, k: Any) -> None:
         if not self._passes(self._rows[k]):
             return
-        self._kept.add(k)
+        if self._kept is not None:
+            self._kept.add(k)
         if self._field is None:
             return
         if natural_key(self._rows[k].values[self._field])[0] == 2:
@@ -145,9 +149,10 @@ class LiveTable:
             insort(self._present, k, key=self._sort_key)
 
     def _unplace(self, k: Any) -> None:
-        if k not in self._kept:
-            return
-        self._kept.discard(k)
+        if self._kept is not None:
+            if k not in self._kept:
+                return
+            self._kept.discard(k)
         if self._field is None:
             return
         sk = self._sort_key(k)
@@ -164,15 +169,15 @@ class LiveTable:
         rows = self._rows
         pred = self._pred
         if pred is None:
-            self._kept = set(rows)
+            self._kept = None  # a set of 500k keys cost ~30 MB for nothing
         else:
             self._kept = {k for k, r in rows.items() if pred(r.values, r.haystack)}
         self._present, self._missing = [], []
         if self._field is None:
             return
-        f, present, missing = self._field, [], []
+        f, present, missing, kept = self._field, [], [], self._kept
         for k in rows:
-            if k in self._kept:
+            if kept is None or k in kept:
                 nk = natural_key(rows[k].values[f])
                 (missing if nk[0] == 2 else present).append((nk, natural_key(k), k))
         self._present = _chunked_sort(present)
@@ -180,8 +185,10 @@ class LiveTable:
         self._present = [k for _nk, _t, k in self._present]
 
     def data(self) -> TableData:
-        """An immutable view for the UI thread (copies, so later updates cannot race a draw)."""
+        """An immutable view for the UI thread: the rows dict is shared until the next
+        update that changes it copies it (a refresh without changes copies nothing)."""
         rows = self._rows
+        self._shared = True
         if self._field is not None:
             present = self._present[::-1] if self._reverse else self._present
             order = tuple(present + self._missing)
@@ -190,7 +197,7 @@ class LiveTable:
             if self._reverse:
                 keys.reverse()
             order = tuple(keys)
-        return TableData(dict(rows), order, dict(zip(order, range(len(order)))), len(rows), tuple(self._widths))
+        return TableData(rows, order, Positions(order), len(rows), tuple(self._widths))
 
 
 def _chunked_sort(items: list[tuple]) -> list[tuple]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from cockpit.core.joblog import DEV_NULL, JobLogError, path_for
 from cockpit.models import ClusterSnapshot, Job
+from cockpit.tui.pulseindex import JobIndex
 from cockpit.tui.rows import TableData, build_table
 from cockpit.tui.suspects import UsualTimes, bad_node_row, find_suspects, suspect_nodes, suspect_row
 
@@ -41,7 +42,19 @@ class PulseData:
 
 
 def summarise(snap: ClusterSnapshot) -> dict[str, Any]:
-    """Counts for the pulse view (pure; raises nothing)."""
+    """Counts for the pulse view (pure; raises nothing): a full pass, what the
+    tracker keeps from deltas (tests compare the two)."""
+    pend = Counter(j.reason or "None" for j in snap.jobs if j.state == "PENDING")
+    return {
+        **summarise_nodes(snap),
+        "pending": tuple(pend.most_common(8)),
+        "running": sum(1 for j in snap.jobs if j.state == "RUNNING"),
+        "pending_total": sum(pend.values()),
+    }
+
+
+def summarise_nodes(snap: ClusterSnapshot) -> dict[str, Any]:
+    """Nodes by state and GPUs per partition."""
     states = Counter(n.display_state for n in snap.nodes)
     nodes = {n.name: n for n in snap.nodes}
     gpus = []
@@ -49,14 +62,7 @@ def summarise(snap: ClusterSnapshot) -> dict[str, Any]:
         members = [nodes[x] for x in p.nodes if x in nodes]
         gpus.append((p.name, sum(n.gpu_alloc for n in members), sum(n.gpu_total for n in members),
                      sum(n.gpu_total - n.gpu_alloc for n in members if not n.is_unavailable)))
-    pend = Counter(j.reason or "None" for j in snap.jobs if j.state == "PENDING")
-    return {
-        "node_states": tuple(sorted(states.items(), key=lambda kv: -kv[1])),
-        "gpus": tuple(gpus),
-        "pending": tuple(pend.most_common(8)),
-        "running": sum(1 for j in snap.jobs if j.state == "RUNNING"),
-        "pending_total": sum(pend.values()),
-    }
+    return {"node_states": tuple(sorted(states.items(), key=lambda kv: -kv[1])), "gpus": tuple(gpus)}
 
 
 class ChangeTracker:
@@ -64,7 +70,12 @@ class ChangeTracker:
 
     def __init__(self) -> None:
         self.nodes: dict[str, str] | None = None
-        self.jobs: dict[int, Job] | None = None
+        self.jobs: dict[int, Job] | None = None  # the index's, once fed
+        self.index = JobIndex()
+        self._nodes_seen: Any = None  # the snapshot's nodes and partitions last summarised (identity)
+        self._parts_seen: Any = None
+        self._node_summary: dict[str, Any] = {}
+        self._bad: tuple[Any, TableData] = (None, TableData.empty())  # (nodes, their table)
         self.recent: deque[tuple[float, str, str]] = deque(maxlen=MAX_CHANGES)
         self.usual = UsualTimes()
         self.gone: OrderedDict[int, float] = OrderedDict()  # job id -> when it left the queue
@@ -72,38 +83,58 @@ class ChangeTracker:
         self.summary: dict[str, Any] = {}
 
     def feed(self, snap: ClusterSnapshot, when: float) -> None:
+        """Take a snapshot: the jobs that changed since the last one (found by the
+        index), the nodes' states when the nodes changed."""
+        first = self.jobs is None
+        changed, left = self.index.update(snap.jobs)
+        self.jobs = self.index.jobs
+        if snap.nodes is not self._nodes_seen or snap.partitions is not self._parts_seen:
+            self._feed_nodes(snap, when)
+        if not first:
+            self._job_changes(changed, left, when)
+        self.newest = max(self.newest, max((j.job_id for _o, j in changed), default=0))
+        self.summary = {**self._node_summary, **self.index.counts()}
+
+    def _feed_nodes(self, snap: ClusterSnapshot, when: float) -> None:
+        self._nodes_seen, self._parts_seen = snap.nodes, snap.partitions
         nodes = {n.name: n.display_state for n in snap.nodes}
-        jobs = {j.job_id: j for j in snap.jobs}
         if self.nodes is not None:
             for name, st in nodes.items():
                 old = self.nodes.get(name)
                 if old is not None and old != st:
                     self.recent.appendleft((when, f"node {name}: {old} → {st}", st))
-        if self.jobs is not None:
-            old_jobs, started = self.jobs, 0
-            for k, j in jobs.items():  # one pass: jobs that started, jobs that completed (a run time)
-                st = j.state
-                if st == "RUNNING" or st == "COMPLETED":
-                    o = old_jobs.get(k)
-                    if o is not None and o.state != st:
-                        if st == "RUNNING":
-                            started += 1
-                        else:
-                            self.usual.ended(j, when)
-            new = sum(1 for k in jobs if k not in old_jobs)
-            left = [o for k, o in old_jobs.items() if k not in jobs]
-            for o in left:
-                self.gone[o.job_id] = when
-                if o.state == "RUNNING":
-                    self.usual.ended(o, when)
-            while len(self.gone) > MAX_GONE:
-                self.gone.popitem(last=False)
-            if started or new or left:
-                self.recent.appendleft((when, f"jobs: {new} submitted, {started} started, "
-                                              f"{len(left)} left the queue", ""))
-        self.newest = max(self.newest, max(jobs, default=0))
-        self.nodes, self.jobs = nodes, jobs
-        self.summary = summarise(snap)
+        self.nodes = nodes
+        self._node_summary = summarise_nodes(snap)
+
+    def _job_changes(self, changed: list, left: list[Job], when: float) -> None:
+        started = new = 0
+        for o, j in changed:  # jobs that started, jobs that completed (a run time)
+            if o is None:
+                new += 1
+                continue
+            st = j.state
+            if o.state != st:
+                if st == "RUNNING":
+                    started += 1
+                elif st == "COMPLETED":
+                    self.usual.ended(j, when)
+        for o in left:
+            self.gone[o.job_id] = when
+            if o.state == "RUNNING":
+                self.usual.ended(o, when)
+        while len(self.gone) > MAX_GONE:
+            self.gone.popitem(last=False)
+        if started or new or left:
+            self.recent.appendleft((when, f"jobs: {new} submitted, {started} started, "
+                                          f"{len(left)} left the queue", ""))
+
+    def bad_nodes(self, snap: ClusterSnapshot) -> TableData:
+        """The drained/down nodes' table, made again only when the nodes changed."""
+        if self._bad[0] is not snap.nodes:
+            bad = sorted((n for n in snap.nodes if n.is_unavailable or "not_responding" in n.flags),
+                         key=lambda n: (-(n.reason_time or 0), n.name))
+            self._bad = (snap.nodes, build_table([bad_node_row(n) for n in bad], None, None, False))
+        return self._bad[1]
 
     def job_fate(self, job_id: int, now: float) -> str:
         """Why a job id is not in the queue, in words."""
@@ -120,8 +151,12 @@ class ChangeTracker:
 def watch_candidates(jobs: Any, cap: int) -> tuple[tuple[int, str, str], ...]:
     """The running jobs whose output to watch: the ``cap`` largest by GPUs (then newest)."""
     running = (j for j in jobs if j.state == "RUNNING" and j.nodes)
+    return _watched(heapq.nlargest(cap, running, key=lambda j: (j.gpu_count, j.job_id)))
+
+
+def _watched(largest: Any) -> tuple[tuple[int, str, str], ...]:
     out = []
-    for job in heapq.nlargest(cap, running, key=lambda j: (j.gpu_count, j.job_id)):
+    for job in largest:
         try:
             path = path_for(job)
         except JobLogError:
@@ -133,23 +168,23 @@ def watch_candidates(jobs: Any, cap: int) -> tuple[tuple[int, str, str], ...]:
 
 def compute(snap: ClusterSnapshot, tracker: ChangeTracker, fresh: bool, now: float, *, telemetry: dict,
             outputs: dict[int, float], silent_after: float, watch: int) -> PulseData:
-    """Everything the Pulse shows; ``fresh``: a new snapshot (fed to the tracker)."""
+    """Everything the Pulse shows; ``fresh``: a new snapshot (fed to the tracker).
+    The work follows what changed: the jobs come from the tracker's index."""
     if fresh or not tracker.summary:
         tracker.feed(snap, snap.fetched_at or now)
-    running = [j for j in snap.jobs if j.state == "RUNNING"]
-    suspects = find_suspects(running, now, last_output=outputs, telemetry=telemetry, usual=tracker.usual,
+    index = tracker.index
+    maybe = index.could_be_suspects(outputs, telemetry, tracker.usual.known())
+    suspects = find_suspects(maybe, now, last_output=outputs, telemetry=telemetry, usual=tracker.usual,
                              silent_after=silent_after)
-    bad = sorted((n for n in snap.nodes if n.is_unavailable or "not_responding" in n.flags),
-                 key=lambda n: (-(n.reason_time or 0), n.name))
-    jobs = {j.job_id: j for j in snap.jobs if j.job_id in outputs} if outputs else {}
-    silent = [j for jid, j in jobs.items() if now - outputs[jid] >= silent_after]
+    jobs = index.jobs
+    silent = [jobs[jid] for jid in sorted(outputs) if jid in jobs and now - outputs[jid] >= silent_after]
     extras: dict[int, tuple[float | None, float | None]] = {jid: (None, t) for jid, t in outputs.items()}
     for s in suspects:
         extras[s.job.job_id] = (s.gpu_util, outputs.get(s.job.job_id))
     return PulseData(
         changes=tuple(tracker.recent), **tracker.summary,
         suspects=build_table([suspect_row(s) for s in suspects], None, None, False),
-        bad_nodes=build_table([bad_node_row(n) for n in bad], None, None, False),
-        extras=extras, candidates=watch_candidates(running, watch) if fresh else None,
+        bad_nodes=tracker.bad_nodes(snap),
+        extras=extras, candidates=_watched(index.largest_running(watch)) if fresh else None,
         watch_nodes=suspect_nodes(suspects, silent),
     )

@@ -328,6 +328,51 @@ class RowCache:
         return out
 
 
+class Positions(Mapping):
+    """Each key's position in ``order``, found when asked: a dict of every key cost
+    39 ms and ~40 MB at 500k rows each refresh, for the one or two keys the table
+    looks up (the cursor's row). Many lookups (marked rows) build the dict once."""
+
+    __slots__ = ("order", "_map", "_last", "_scans")
+
+    def __init__(self, order: tuple[Any, ...]) -> None:
+        self.order, self._map, self._last, self._scans = order, None, (None, -1), 0
+
+    def _mapping(self) -> dict[Any, int] | None:
+        if self._map is None and self._scans >= 4:
+            self._map = dict(zip(self.order, range(len(self.order))))
+        return self._map
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if self._last[0] == key and self._last[1] >= 0:
+            return self._last[1]
+        mapping = self._mapping()
+        if mapping is not None:
+            return mapping.get(key, default)
+        self._scans += 1
+        try:
+            pos = self.order.index(key)  # a C-level scan: ~2 ms at 500k rows
+        except ValueError:
+            return default
+        self._last = (key, pos)
+        return pos
+
+    def __getitem__(self, key: Any) -> int:
+        pos = self.get(key)
+        if pos is None:
+            raise KeyError(key)
+        return pos
+
+    def __contains__(self, key: Any) -> bool:
+        return self.get(key) is not None
+
+    def __iter__(self):
+        return iter(self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+
 @dataclass(frozen=True, slots=True)
 class TableData:
     """What a table shows: rows by key, the filtered+sorted order, and each key's position."""

@@ -73,6 +73,10 @@ class UsualTimes:
             while len(self._runs) > self.names:
                 del self._runs[next(iter(self._runs))]
 
+    def known(self) -> list[tuple[str, str]]:
+        """The (user, name) pairs with a usual run time (USUAL_RUNS runs or more)."""
+        return [k for k, runs in self._runs.items() if len(runs) >= USUAL_RUNS]
+
     def usual(self, job: Job) -> tuple[float, int] | None:
         """(median run time, runs seen) for jobs like ``job``; None under USUAL_RUNS runs."""
         runs = self._runs.get((job.user, job.name))

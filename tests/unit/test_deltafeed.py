@@ -48,3 +48,15 @@ def test_a_failed_first_load_leaves_the_store_empty():
     feed.take(Delta("jobs", (NS(job_id="1"),), reset=True))
     feed.abandon()
     assert feed.store.values() == () and DeltaFeed(feed.store).progressive
+
+
+def test_partials_of_a_first_load_are_spaced_by_its_size(monkeypatch):
+    # every partial costs the views work over all the rows so far: spaced by growth,
+    # a load of n chunks is shown in O(log n) parts, not n
+    monkeypatch.setattr(_deltafeed, "PARTIAL_EVERY", 0.0)
+    feed = DeltaFeed(store_for("nodes"))
+    shown = [len(feed.store.objects) for i in range(100)
+             if feed.take(Delta("nodes", _nodes(f"n{i}"), reset=i == 0))]
+    assert shown[:4] == [1, 2, 3, 5]
+    assert all(b >= _deltafeed.PARTIAL_GROWTH * a for a, b in zip(shown, shown[1:]))
+    assert len(shown) <= 13

@@ -104,3 +104,17 @@ def test_changing_filter_or_sort_reorders_without_rebuilding_rows():
     data = live.update(tuple(jobs))
     assert len(built) == 50
     assert list(data.order) == expected_order(jobs, "state:running", 4, True)
+
+
+def test_data_handed_out_stays_as_it_was_and_positions_are_found_when_asked():
+    rng = random.Random(7)
+    jobs = make_jobs(rng, 200)
+    lt = LiveTable(job_row, lambda j: j.job_id)
+    first = lt.update(jobs)
+    rows_before = dict(first.rows)
+    assert lt.update(jobs).rows is first.rows  # nothing changed: nothing copied
+    later = lt.update(mutate(rng, jobs, 201)[0])
+    assert later.rows is not first.rows and first.rows == rows_before  # the table's copy never changes
+    assert [first.index.get(k) for k in first.order] == list(range(len(first.order)))
+    assert first.index.get("no such key") is None and "no such key" not in first.index
+    assert {k: first.index[k] for k in first.order} == {k: i for i, k in enumerate(first.order)}

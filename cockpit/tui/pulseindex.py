@@ -1,0 +1,169 @@
+"""The jobs of the last snapshot, indexed for the Pulse and kept from what changed (no Textual).
+
+At 500k jobs, recomputing the Pulse over every job of every snapshot took 46% of
+the app's time during the first load (issue #24). :class:`JobIndex` takes each
+snapshot's jobs and finds what changed with C-level passes over the object
+identities the backend keeps for unchanged jobs (as cockpit/tui/livetable.py
+does); only the changed jobs are then looked at in Python. It keeps:
+
+* the running jobs, by the nodes of their GPUs (the suspects that GPU telemetry
+  can convict), by (user, name) (those a usual run time can) and by GPU count
+  (the output watch's largest jobs);
+* the count of running jobs and of pending jobs by reason.
+
+So the suspects are looked for among the jobs that could have evidence, not
+among every running job; :func:`cockpit.tui.suspects.find_suspects` judges them
+exactly as before (tests/unit/test_pulseindex.py compares with a full pass).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
+from operator import attrgetter, is_not
+from typing import Any
+
+from cockpit.models import Job
+
+_ID = attrgetter("job_id")
+
+
+def _add(index: dict, key: Any, jid: int) -> None:
+    """Add ``jid`` under ``key``: one id is kept bare, more in a set (most keys have one
+    job: a set per job would cost ~200 B a job)."""
+    have = index.get(key)
+    if have is None:
+        index[key] = jid
+    elif isinstance(have, set):
+        have.add(jid)
+    else:
+        index[key] = {have, jid}
+
+
+def _drop(index: dict, key: Any, jid: int) -> None:
+    have = index.get(key)
+    if isinstance(have, set):
+        have.discard(jid)
+        if len(have) == 1:
+            index[key] = next(iter(have))
+    elif have == jid:
+        del index[key]
+
+
+def _ids(index: Mapping, key: Any) -> Iterable[int]:
+    have = index.get(key)
+    return () if have is None else have if isinstance(have, set) else (have,)
+
+
+class JobIndex:
+    """Jobs by id and the running ones indexed; not thread-safe (the Pulse's worker only)."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[int, Job] = {}
+        self.running: dict[int, Job] = {}
+        self.by_node: dict[str, Any] = {}  # node -> running job id(s) with GPUs on it
+        self.by_name: dict[tuple[str, str], Any] = {}  # (user, name) -> running job id(s)
+        self.by_gpus: dict[int, set[int]] = {}  # GPU count -> running jobs with nodes
+        self.pending: Counter[str] = Counter()  # pending jobs by reason
+
+    # -- taking a snapshot ----------------------------------------------------
+    def update(self, jobs: Sequence[Job]) -> tuple[list[tuple[Job | None, Job]], list[Job]]:
+        """Take the jobs of a snapshot. Returns (the changed and new jobs as (old or
+        None, new), in the snapshot's order; the jobs that left, in the old order)."""
+        objs = self.jobs
+        keys = list(map(_ID, jobs))
+        olds = list(map(objs.get, keys))
+        changed: list[tuple[Job | None, Job]] = []
+        new = 0
+        for i in compress(range(len(keys)), map(is_not, olds, jobs)):
+            old, job = olds[i], jobs[i]
+            if old is None:
+                new += 1
+            elif old == job:  # equal but rebuilt: the new identity only
+                self._put(job)
+                continue
+            changed.append((old, job))
+        left: list[Job] = []
+        if len(objs) + new != len(keys):
+            gone = objs.keys() - set(keys)
+            left = [objs[k] for k in filter(gone.__contains__, objs)]
+        for old in left:
+            self._unindex(old)
+            del objs[old.job_id]
+        for old, job in changed:
+            if old is not None:
+                self._unindex(old)
+            self._index(job)
+        for reason in [r for r, n in self.pending.items() if n <= 0]:
+            del self.pending[reason]
+        return changed, left
+
+    def _put(self, job: Job) -> None:
+        self.jobs[job.job_id] = job
+        if job.job_id in self.running:
+            self.running[job.job_id] = job
+
+    def _index(self, job: Job) -> None:
+        jid = job.job_id
+        self.jobs[jid] = job
+        if job.state == "PENDING":
+            self.pending[job.reason or "None"] += 1
+        if job.state != "RUNNING":
+            return
+        self.running[jid] = job
+        _add(self.by_name, (job.user, job.name), jid)
+        for node in {g.node for g in job.gpus}:
+            _add(self.by_node, node, jid)
+        if job.nodes:
+            self.by_gpus.setdefault(job.gpu_count, set()).add(jid)
+
+    def _unindex(self, job: Job) -> None:
+        if job.state == "PENDING":
+            self.pending[job.reason or "None"] -= 1  # a reason at 0 goes at the end of update()
+        if job.state != "RUNNING":
+            return
+        jid = job.job_id
+        del self.running[jid]
+        _drop(self.by_name, (job.user, job.name), jid)
+        for node in {g.node for g in job.gpus}:
+            _drop(self.by_node, node, jid)
+        if job.nodes:
+            bucket = self.by_gpus[job.gpu_count]
+            bucket.discard(jid)
+            if not bucket:
+                del self.by_gpus[job.gpu_count]
+
+    # -- what the Pulse asks --------------------------------------------------
+    def counts(self) -> dict[str, Any]:
+        """The job counts of :func:`cockpit.tui.pulsedata.summarise`."""
+        # most_common keeps ties in the order the reasons came (a full pass: the order of
+        # their first job in the snapshot; here the same for a first load)
+        return {"pending": tuple(self.pending.most_common(8)), "running": len(self.running),
+                "pending_total": sum(self.pending.values())}
+
+    def could_be_suspects(self, outputs: Mapping[int, float], telemetry: Mapping[Any, Any],
+                          names: Iterable[tuple[str, str]]) -> list[Job]:
+        """The running jobs that may have evidence, by job id: those whose output is
+        watched, those with GPUs on a node telemetry read, those named in ``names``
+        (whose usual run time is known)."""
+        running = self.running
+        ids = {j for j in outputs if j in running}
+        for node in {k[0] for k in telemetry}:
+            ids.update(_ids(self.by_node, node))
+        for key in names:
+            ids.update(_ids(self.by_name, key))
+        return [running[j] for j in sorted(ids)]
+
+    def largest_running(self, cap: int) -> list[Job]:
+        """The ``cap`` running jobs with nodes that hold the most GPUs (then the newest):
+        ``heapq.nlargest(cap, running, key=(gpu_count, job_id))``, bucket by bucket."""
+        out: list[int] = []
+        for count in sorted(self.by_gpus, reverse=True):
+            need = cap - len(out)
+            if need <= 0:
+                break
+            out.extend(heapq.nlargest(need, self.by_gpus[count]))
+        return [self.running[j] for j in out]
+

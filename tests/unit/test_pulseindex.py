@@ -1,0 +1,124 @@
+"""The Pulse kept from deltas (cockpit/tui/pulseindex.py) shows what a full pass over
+every job of every snapshot shows: random runs of snapshots (jobs submitted,
+started, ended, rebuilt equal, left the queue), output mtimes and GPU telemetry,
+compared with the full pass written out here."""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter, OrderedDict, deque
+from dataclasses import replace
+
+from hypothesis import given, settings, strategies as st
+
+from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition
+from cockpit.tui import pulsedata
+from cockpit.tui.pulsedata import ChangeTracker, compute, summarise, watch_candidates
+from cockpit.tui.pulseindex import JobIndex
+from cockpit.tui.suspects import UsualTimes, find_suspects
+
+NODES = tuple(f"n{i}" for i in range(4))
+NOW = 100_000.0
+
+
+class FullPass:
+    """The tracker as it was before the index: every job of every snapshot looked at."""
+
+    def __init__(self) -> None:
+        self.jobs: dict | None = None
+        self.recent: deque = deque(maxlen=pulsedata.MAX_CHANGES)
+        self.usual = UsualTimes()
+        self.gone: OrderedDict = OrderedDict()
+        self.newest = 0
+
+    def feed(self, snap: ClusterSnapshot, when: float) -> None:
+        jobs = {j.job_id: j for j in snap.jobs}
+        if self.jobs is not None:
+            started = 0
+            for k, j in jobs.items():
+                o = self.jobs.get(k)
+                if o is not None and o.state != j.state:
+                    if j.state == "RUNNING":
+                        started += 1
+                    elif j.state == "COMPLETED":
+                        self.usual.ended(j, when)
+            new = sum(1 for k in jobs if k not in self.jobs)
+            left = [o for k, o in self.jobs.items() if k not in jobs]
+            for o in left:
+                self.gone[o.job_id] = when
+                if o.state == "RUNNING":
+                    self.usual.ended(o, when)
+            if started or new or left:
+                self.recent.appendleft((when, f"jobs: {new} submitted, {started} started, "
+                                              f"{len(left)} left the queue", ""))
+        self.newest = max(self.newest, max(jobs, default=0))
+        self.jobs = jobs
+
+
+def job(jid: int, state: str, user: int, name: int, node: int, gpus: int, start: int) -> Job:
+    running = state == "RUNNING"
+    return Job(job_id=jid, state=state, user=f"u{user}", name=f"job{name}", reason="" if running else f"R{name % 3}",
+               nodes=(NODES[node],) if running else (), node_count=1, start_time=start if running else None,
+               gpus=(JobGpus(NODES[node], "h100", gpus, tuple(range(gpus))),) if running and gpus else (),
+               stdout=f"/home/u{user}/{jid}.out", work_dir="/home")
+
+
+jobs_st = st.builds(job, st.integers(1, 40), st.sampled_from(("RUNNING", "PENDING", "COMPLETED")),
+                    st.integers(0, 2), st.integers(0, 3), st.integers(0, 3), st.integers(0, 4),
+                    st.sampled_from((1000, 50_000, 99_000)))
+step_st = st.tuples(st.lists(jobs_st, max_size=25), st.booleans(),
+                    st.dictionaries(st.integers(1, 40), st.sampled_from((0.0, 99_900.0))),
+                    st.dictionaries(st.tuples(st.sampled_from(NODES), st.integers(0, 3)),
+                                    st.sampled_from(({"util": 0.0}, {"util": 90.0}))))
+
+NODE_OBJS = tuple(Node(name=n, state="MIXED") for n in NODES)
+PARTS = (Partition(name="p", nodes=NODES),)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(step_st, min_size=1, max_size=8))
+def test_the_pulse_from_deltas_equals_a_full_pass(steps):
+    tracker, full = ChangeTracker(), FullPass()
+    previous: dict[int, Job] = {}
+    for i, (jobs, rebuild, outputs, telemetry) in enumerate(steps):
+        by_id = {j.job_id: previous.get(j.job_id, j) if previous.get(j.job_id) == j else j for j in jobs}
+        if rebuild:  # a backend that builds every object again: equal, not identical
+            by_id = {k: replace(j) for k, j in by_id.items()}
+        previous = by_id
+        snap = ClusterSnapshot(nodes=NODE_OBJS, partitions=PARTS, jobs=tuple(by_id.values()), fetched_at=NOW + i)
+        data = compute(snap, tracker, True, NOW + i, telemetry=telemetry, outputs=outputs, silent_after=600.0,
+                       watch=3)
+        full.feed(snap, NOW + i)
+        want = find_suspects(snap.jobs, NOW + i, last_output=outputs, telemetry=telemetry, usual=full.usual,
+                             silent_after=600.0)
+        assert data.suspects.order == tuple(s.job.job_id for s in want)
+        assert [data.suspects.rows[s.job.job_id].cells for s in want] == [pulsedata.suspect_row(s).cells for s in want]
+        assert data.candidates == watch_candidates(snap.jobs, 3)
+        summary = summarise(snap)
+        pending = summary.pop("pending")  # ties may come in another order (see JobIndex.counts)
+        assert {k: getattr(data, k) for k in summary} == summary
+        assert [n for _r, n in data.pending] == [n for _r, n in pending]
+        counts = Counter(j.reason or "None" for j in snap.jobs if j.state == "PENDING")
+        assert all(counts[r] == n for r, n in data.pending)
+        assert data.changes[:len(full.recent)] == tuple(full.recent) or not full.recent
+        # the same runs and departures; their order may differ where a snapshot lists its jobs
+        # in another order than they came (the index keeps the order they came in)
+        assert {k: sorted(v) for k, v in tracker.usual._runs.items()} == \
+            {k: sorted(v) for k, v in full.usual._runs.items()}
+        assert dict(tracker.gone) == dict(full.gone)
+        assert tracker.newest == full.newest
+        jobs_now = {j.job_id: j for j in snap.jobs}
+        silent = {jid for jid, t in outputs.items() if jid in jobs_now and NOW + i - t >= 600.0}
+        assert set(data.watch_nodes) == {n for s in want for n in s.job.nodes} | \
+            {n for jid in silent for n in jobs_now[jid].nodes}
+
+
+def test_the_largest_running_jobs_are_taken_bucket_by_bucket():
+    index = JobIndex()
+    jobs = [job(i, "RUNNING", 0, i, i % 4, i % 3 + 1, 1000) for i in range(1, 30)]
+    index.update(jobs)
+    want = heapq.nlargest(5, jobs, key=lambda j: (j.gpu_count, j.job_id))
+    assert index.largest_running(5) == want
+    changed, left = index.update(jobs[:10])
+    assert changed == [] and [j.job_id for j in left] == list(range(11, 30))
+    assert set(index.running) == set(range(1, 11)) and all(len(b) for b in index.by_gpus.values())
