@@ -44,6 +44,8 @@ def _cluster_overrides(cfg: Config, name: str | None) -> Config:
     cfg = replace(cfg, cluster=name)
     if c.rest_url:
         cfg = replace(cfg, rest=replace(cfg.rest, url=c.rest_url))
+    if c.token_file:
+        cfg = replace(cfg, rest=replace(cfg.rest, token_file=c.token_file))
     cfg = with_prometheus(cfg, c.prometheus_url or None)
     own = {k: getattr(c, f"refresh_{k}") for k in ("nodes", "jobs", "partitions") if getattr(c, f"refresh_{k}") > 0}
     if own:  # this cluster's own poller intervals (the TUI runs one poller per cluster)

@@ -76,7 +76,8 @@ class Fleet:
         self.app.run_worker(run_all(), name="poller", group="poller", exclusive=True)
 
     def received(self, message: SnapshotUpdated) -> ClusterLink | None:
-        link = self.links.get(message.cluster)
+        # a message naming no cluster (a test's, a replay's) is the first cluster's
+        link = self.links.get(message.cluster) or (self.first if not message.cluster else None)
         if link is not None:
             link.snapshot, link.status = message.snapshot, message.status
         return link

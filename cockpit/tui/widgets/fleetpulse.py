@@ -43,7 +43,7 @@ def cluster_row(name: str, link: Any, counts: tuple[int, int, int] | None, curre
     age = status.age() if status is not None else None
     source = clean(why, 120)
     if snap is not None:
-        source = clean(snap.source, 40) + (f" slurm {clean(snap.slurm_version, 12)}" if snap.slurm_version else "")
+        source = clean(snap.source, 80) + (f" slurm {clean(snap.slurm_version, 12)}" if snap.slurm_version else "")
     nodes, down, suspects = counts or (None, None, None)
     cells = (("▸ " if current else "  ") + clean(name, 40), state, "—" if age is None else duration(age) or "0s",
              source, *("" if v is None else str(v) for v in (nodes, down, suspects)))
@@ -55,7 +55,7 @@ class FleetPulse(Vertical):
     DEFAULT_CSS = """
     FleetPulse { height: 1fr; }
     FleetPulse > .pulse-title { height: 1; text-style: bold; color: $text; background: $boost; }
-    FleetPulse > #fleet-clusters { height: auto; max-height: 10; }
+    FleetPulse > #fleet-clusters { height: 2; }
     FleetPulse > VTable { height: 1fr; }
     """
 
@@ -98,6 +98,9 @@ class FleetPulse(Vertical):
                 for name, link in fleet.links.items()]
         rows += [cluster_row(name, None, None, False, why) for name, why in fleet.unopened.items()]
         self.clusters.set_data(build_table(rows, None, None, False))
+        height = len(rows) + 1  # every cluster's row, and the header: never a scrolled list
+        if self.clusters.styles.height is None or self.clusters.styles.height.value != height:
+            self.clusters.styles.height = height
 
     def _inputs(self) -> list[ClusterInput]:
         fleet = self.fleet
