@@ -15,7 +15,7 @@ import sys
 
 from cockpit import __version__
 from cockpit.entrypoints import backend_names
-from cockpit.errors import EXIT_USAGE, CockpitError, UsageError
+from cockpit.errors import EXIT_USAGE, CockpitError
 from cockpit.text import one_line
 
 
@@ -29,7 +29,7 @@ _GLOBAL_OPTIONS: tuple[tuple[str, dict], ...] = (
     ("--demo", {"action": "store_true", "help": "use the embedded simulated cluster"}),
     ("--replay", {"metavar": "DIR", "help": "read a directory made by 'cockpit record'"}),
     ("--host", {"metavar": "HOST", "help": "run Slurm commands on HOST over SSH"}),
-    ("--cluster", {"metavar": "NAME", "help": "use [clusters.NAME] from the config; all: every one (headless commands)"}),
+    ("--cluster", {"metavar": "NAME", "help": "use [clusters.NAME] from the config; all: every one (headless commands: each in turn; the TUI: all at once, c switches)"}),
     ("--backend", {"choices": backend_names(), "help": "auto, or an installed backend by name"}),
     ("--read-only", {"action": "store_true", "help": "refuse every action"}),
     ("--prometheus", {"metavar": "URL", "help": "GPU telemetry from this Prometheus (dcgm-exporter series)"}),
@@ -91,8 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command is None:
-            if getattr(args, "cluster", None) == "all":
-                raise UsageError("--cluster all is for headless commands; the TUI opens one cluster: --cluster NAME")
             from cockpit.tui.launch import run_tui
 
             return run_tui(args)

@@ -110,7 +110,11 @@ class Cluster:
     backend: str = _f("auto", "Backend for this cluster.")
     jump_host: str = _f("", "Jump host to reach this cluster's compute nodes.")
     rest_url: str = _f("", "slurmrestd URL of this cluster (the slurmrestd backend); replaces [rest] url.")
+    token_file: str = _f("", "File holding this cluster's JWT (replaces [rest] token_file; refused when group or others can read it). $SLURM_JWT still wins when set, so leave it unset with several slurmrestd clusters.")
     prometheus_url: str = _f("", "This cluster's Prometheus for GPU telemetry (overrides [telemetry] prometheus_url).")
+    refresh_nodes: float = _f(0.0, "Seconds between this cluster's node refreshes; 0 = [refresh] nodes. Each cluster has its own poller (cockpit --cluster all).")
+    refresh_jobs: float = _f(0.0, "Seconds between this cluster's job refreshes; 0 = [refresh] jobs.")
+    refresh_partitions: float = _f(0.0, "Seconds between this cluster's partition refreshes; 0 = [refresh] partitions.")
 
 
 SECTIONS = {"general": General, "refresh": Refresh, "ssh": Ssh, "tui": Tui, "rest": Rest, "telemetry": Telemetry}

@@ -44,7 +44,12 @@ def _cluster_overrides(cfg: Config, name: str | None) -> Config:
     cfg = replace(cfg, cluster=name)
     if c.rest_url:
         cfg = replace(cfg, rest=replace(cfg.rest, url=c.rest_url))
+    if c.token_file:
+        cfg = replace(cfg, rest=replace(cfg.rest, token_file=c.token_file))
     cfg = with_prometheus(cfg, c.prometheus_url or None)
+    own = {k: getattr(c, f"refresh_{k}") for k in ("nodes", "jobs", "partitions") if getattr(c, f"refresh_{k}") > 0}
+    if own:  # this cluster's own poller intervals (the TUI runs one poller per cluster)
+        cfg = replace(cfg, refresh=replace(cfg.refresh, **own))
     return with_overrides(cfg, host=c.host or None, backend=c.backend if c.backend != "auto" else None)
 
 

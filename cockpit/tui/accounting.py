@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cockpit.tui.services import services_for
+
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
 
@@ -38,7 +40,7 @@ def selected_job_id(app: Any) -> str | None:
 def open_history(app: Any, window: str = "1d") -> None:
     from cockpit.tui.screens.history import HistoryScreen
 
-    app.push_screen(HistoryScreen(window))
+    app.push_screen(HistoryScreen(window, services=services_for(app)))
 
 
 def open_node_history(app: Any) -> None:
@@ -48,7 +50,7 @@ def open_node_history(app: Any) -> None:
     if node is None:
         app.notify("select a node first (Nodes view, or a node's detail)", severity="warning")
         return
-    app.push_screen(NodeHistoryScreen(node))
+    app.push_screen(NodeHistoryScreen(node, services=services_for(app)))
 
 
 def open_finished_job(app: Any) -> None:
@@ -58,19 +60,19 @@ def open_finished_job(app: Any) -> None:
     if job is None:
         app.notify("select a job first (Jobs view, History, or a job's detail)", severity="warning")
         return
-    app.push_screen(FinishedJobScreen(job))
+    app.push_screen(FinishedJobScreen(job, services=services_for(app)))
 
 
 def open_reservations(app: Any) -> None:
     from cockpit.tui.screens.reservations import ReservationsScreen
 
-    app.push_screen(ReservationsScreen())
+    app.push_screen(ReservationsScreen(services=services_for(app)))
 
 
 def open_utilization(app: Any, window: str = "7d") -> None:
     from cockpit.tui.screens.utilization import UtilizationScreen
 
-    app.push_screen(UtilizationScreen(window))
+    app.push_screen(UtilizationScreen(window, services=services_for(app)))
 
 
 def accounting_commands(app: CockpitApp) -> list[Any]:

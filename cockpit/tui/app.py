@@ -36,6 +36,8 @@ from cockpit.core.poller import Poller, PollStatus
 from cockpit.models import ClusterSnapshot
 from cockpit.text import clean
 from cockpit.tui.acting import ActionFlows
+from cockpit.tui.clusters import Fleet
+from cockpit.tui.fleet import ClusterLink, probes_for
 from cockpit.tui.viewing import Viewers
 from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.keyhelp import KEY_HELP, key_sections
@@ -56,12 +58,6 @@ from cockpit.tui.widgets.vtable import VTable
 __all__ = ["KEY_HELP", "CockpitApp", "probes_for"]
 
 
-def probes_for(backend: Any, config: Config) -> Any:
-    """The backend's probe runner (read-only commands on its nodes), or None when it brings none."""
-    offer = backend.capabilities().probes
-    return offer.probe_runner(config) if offer is not None else None
-
-
 class CockpitApp(App):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "cockpit"
@@ -76,6 +72,7 @@ class CockpitApp(App):
         Binding("d", "describe", "Describe", show=False, id="cockpit.describe"),
         Binding("L", "slurm_logs", "Slurm logs", show=False, id="cockpit.logs"),
         Binding("A", "audit_log", "Audit log", show=False, id="cockpit.audit"),
+        Binding("c", "clusters", "Clusters", show=False, id="cockpit.clusters"),
         # ? on every screen (plugin screens included); ctrl+c asks as q does (a second one quits)
         Binding("question_mark", "show_keys", "Keys", show=False, id="cockpit.keys"),
         Binding("colon", "command_line", "Command", show=False, id="cockpit.command"),
@@ -95,46 +92,47 @@ class CockpitApp(App):
         poll: bool = True,
         probes: Any = None,
         plugins: PluginRegistry | None = None,
+        fleet: tuple[tuple[Any, Config], ...] = (),
+        unopened: dict[str, str] | None = None,
     ) -> None:
         """``probes``: the backend's probe runner unless given; ``plugins``: loaded
-        through the entry point unless given."""
+        through the entry point unless given; ``fleet``: the other clusters' (backend,
+        config), each polled on its own (``cockpit --cluster all``); ``unopened``: the
+        clusters that could not be opened, and why. GPU telemetry, the output watch,
+        the controller's health and the flapping marks are the first cluster's."""
         super().__init__()
-        self.backend = backend
         self.config = config or Config()
         self.read_only = read_only
         self.clock = clock
-        self.snapshot: ClusterSnapshot | None = None
-        self.poll_status: PollStatus | None = None
         self.telemetry: dict = {}
         self.probes = probes if probes is not None else probes_for(backend, self.config)
+        self.fleet = Fleet(self, ClusterLink(backend, self.config, read_only=read_only, probes=self.probes,
+                                             confirm=self._dialog_confirm), fleet, unopened or {})
         self.acting = ActionFlows(self)
         self.openers = PluginOpeners(self)
         self.viewers = Viewers(self)
         self.plugins = plugins if plugins is not None else PluginRegistry.load()
         self.title = app_title(self.simulated)  # every pushed screen's header says SIMULATED in the demo
         self._add_plugin_keys()
-        self._gate: Actions | None = None
         why = telemetry_blocker(self.config, self.probes, self.simulated)
         self.telemetry_state = why or "on"
         self.live_telemetry = None if why else LiveTelemetry(self, self.probes, self.config.refresh.telemetry, clock)
         node_kinds = self.live_telemetry.node_kinds() if self.live_telemetry else {}
-        refresh = self.config.refresh
-        intervals = {k: getattr(refresh, k) for k in ("nodes", "jobs", "partitions", "topology")}
         local, remote, off = output_blocker(self.config, self.probes, self.simulated)
-        self.output_watch = OutputWatch(self, self.probes, self.config.tui.watch_output, local=local,
-                                        remote=remote) if not off else None
-        if self.output_watch is not None:
-            node_kinds[OUTPUT] = self.output_watch.node_kind()
+        self._output_watch = OutputWatch(self, self.probes, self.config.tui.watch_output, local=local,
+                                         remote=remote) if not off else None
+        if self._output_watch is not None:
+            node_kinds[OUTPUT] = self._output_watch.node_kind()
         self.controller_watch = ControllerWatch(self, backend)  # asks nothing of the demo
         node_kinds[CONTROLLER] = self.controller_watch.node_kind()
-        self.poller = Poller(backend, self._on_poll, intervals, clock=clock, node_kinds=node_kinds)
+        self.poller: Poller = self.fleet.start_pollers(clock, node_kinds)  # the first cluster's
         self._poll = poll
-        self._refresh_once = False  # r while paused: un-pause for one poll
         self.hints: dict[int, dict[str, Any]] = {}  # job id -> what a runbook found (the straggler's node)
         self.main = MainScreen(clock, self.config.tui.max_cell_width, silent_after=self.config.tui.silent_after,
                                watching=off)
         for view in ("gpus", "jobs"):
             self.main.views[view].telemetry_off = why
+        self.main.pulse.tracker = self.fleet.current.tracker  # each cluster's recent changes are its own
         if self.config.tui.theme in self.available_themes:
             self.theme = self.config.tui.theme
 
@@ -152,29 +150,60 @@ class CockpitApp(App):
         if bindings:
             self._bindings = BindingsMap.merge([self._bindings, BindingsMap(bindings)])
 
-    # -- facts -------------------------------------------------------------
+    # -- facts: the cluster in front (cockpit/tui/fleet.py) ---------------------
+    @property
+    def services(self) -> ClusterLink:
+        """The services of the cluster the main views show; what a screen opened now is handed."""
+        return self.fleet.current
+
+    @property
+    def backend(self) -> Any:
+        return self.fleet.current.backend
+
+    @property
+    def snapshot(self) -> ClusterSnapshot | None:
+        return self.fleet.current.snapshot
+
+    @snapshot.setter
+    def snapshot(self, snap: ClusterSnapshot | None) -> None:
+        self.fleet.current.snapshot = snap
+
+    @property
+    def poll_status(self) -> PollStatus | None:
+        return self.fleet.current.status
+
+    @poll_status.setter
+    def poll_status(self, status: PollStatus | None) -> None:
+        self.fleet.current.status = status
+
+    @property
+    def output_watch(self) -> OutputWatch | None:
+        """The first cluster's output watch, while it is the one in front (it stats that
+        cluster's files through that cluster's probe runner)."""
+        return self._output_watch if self.fleet.on_first() else None
+
     @property
     def simulated(self) -> bool:
-        return self.backend.capabilities().simulated
+        return self.fleet.current.simulated
 
     @property
     def backend_name(self) -> str:
-        return self.backend.name
+        return self.fleet.current.backend_name
+
+    def _dialog_confirm(self) -> Any:
+        from cockpit.tui.plugin_support import dialog_confirm
+
+        return dialog_confirm(self)
 
     def gate(self) -> Actions:
-        """The one gate for this session's actions (the operator's and plugins'), confirming
-        with the dialog. Raises ConfigError when the audit log path is unusable."""
-        if self._gate is None:
-            from cockpit.core.actions import actions_for_backend
-            from cockpit.tui.plugin_support import dialog_confirm
-
-            self._gate = actions_for_backend(self.backend, self.config, read_only=self.read_only,
-                                             confirm=dialog_confirm(self))
-        return self._gate
+        """The one gate for the actions on the cluster in front (the operator's and plugins'),
+        confirming with the dialog; its audit lines name the cluster. Raises ConfigError
+        when the audit log path is unusable."""
+        return self.fleet.current.gate()
 
     @property
     def gate_description(self) -> str:
-        return self._gate.description if self._gate is not None else ""
+        return self.fleet.current.gate_description
 
     # -- lifecycle -------------------------------------------------------
     def on_mount(self) -> None:
@@ -182,7 +211,7 @@ class CockpitApp(App):
         for warning in self.plugins.warnings:
             self.notify(warning, title="plugin", severity="error", timeout=15)
         if self._poll:
-            self.run_worker(self.poller.run(), name="poller", group="poller", exclusive=True)
+            self.fleet.run_pollers()
             from cockpit.tui.accounting import start_flapping_watch
 
             start_flapping_watch(self)  # the Nodes view's flapping mark, from accounting
@@ -191,20 +220,12 @@ class CockpitApp(App):
             self.call_after_refresh(self.live_telemetry.tick)
 
     async def on_unmount(self) -> None:
-        """Stop the node reads in flight and close the probe runner's connections."""
-        await self.poller.close()
-        if self.probes is not None:
-            try:
-                await self.probes.close()
-            except Exception as exc:  # noqa: BLE001 - exiting anyway
-                self.log.warning(f"closing the probe runner failed: {exc}")
-
-    async def _on_poll(self, snap: ClusterSnapshot, status: PollStatus) -> None:
-        self.post_message(SnapshotUpdated(snap, status))
+        """Stop the node reads in flight and close the probe runners' connections."""
+        await self.fleet.close()
 
     def _tick(self) -> None:
         """Once a second: age in the header, countdown in the banner, elapsed times."""
-        self.poll_status = self.poller.status()
+        self.fleet.tick()
         self.main.update_header()
         table = self.main.active_table() if self.screen is self.main else None
         if table is not None:
@@ -214,38 +235,48 @@ class CockpitApp(App):
 
     # -- messages --------------------------------------------------------
     def on_snapshot_updated(self, message: SnapshotUpdated) -> None:
-        self.snapshot, self.poll_status = message.snapshot, message.status
-        self.main.update_snapshot(message.snapshot)
+        link = self.fleet.received(message)
+        if link is None:
+            return
+        if link is self.fleet.current:
+            self.main.update_snapshot(message.snapshot)
         for screen in self.screen_stack:
             # A screen pushed but not yet composed has no widgets to update; its on_mount reads
-            # app.snapshot anyway.
-            if screen is not self.main and screen.is_mounted and hasattr(screen, "refresh_snapshot"):
+            # the snapshot anyway. A screen bound to another cluster keeps its own.
+            if (screen is not self.main and screen.is_mounted and hasattr(screen, "refresh_snapshot")
+                    and self.fleet.shows(screen, link)):
                 try:
                     screen.refresh_snapshot(message.snapshot)
                 except NoMatches:  # mounted, its children not (yet, or any more): on_mount reads app.snapshot
                     pass
-        if self._refresh_once:  # r while paused: this was the one poll
-            self._refresh_once = False
-            self.poller.pause()
-            self.post_message(StatusUpdated(self.poller.status()))
+        if link.refresh_once and link.poller is not None:  # r while paused: this was the one poll
+            link.refresh_once = False
+            link.poller.pause()
+            self.post_message(StatusUpdated(link.poller.status()))
 
     def on_status_updated(self, message: StatusUpdated) -> None:
-        self.poll_status = message.status
+        self.fleet.tick()
         self.main.update_header()
 
     def on_telemetry_updated(self, message: TelemetryUpdated) -> None:
         self.set_telemetry(message.telemetry)
         screen = self.screen
-        if isinstance(screen, NodeDetailScreen) and screen.is_mounted and self.snapshot is not None:
-            screen.refresh_snapshot(self.snapshot)  # its GPU lines carry the readings
+        first = self.fleet.first
+        if (isinstance(screen, NodeDetailScreen) and screen.is_mounted and first.snapshot is not None
+                and self.fleet.shows(screen, first)):
+            screen.refresh_snapshot(first.snapshot)  # its GPU lines carry the readings (the first cluster's)
         if self.live_telemetry is not None:
             self.live_telemetry.tick()
 
     def on_output_updated(self, message: OutputUpdated) -> None:
-        self.main.update_outputs(message.mtimes)
+        self.fleet.outputs = message.mtimes  # the first cluster's jobs
+        if self.fleet.on_first():
+            self.main.update_outputs(message.mtimes)
 
     def on_controller_updated(self, message: ControllerUpdated) -> None:
-        self.main.update_controller(message.line)
+        self.fleet.controller_line = message.line  # the first cluster's slurmctld
+        if self.fleet.on_first():
+            self.main.update_controller(message.line)
 
     def on_pulse_view_updated(self, message: PulseView.Updated) -> None:
         if self.live_telemetry is not None:  # the new suspects' GPUs read now, not at the next tick (up to 1 s)
@@ -275,7 +306,9 @@ class CockpitApp(App):
     def set_telemetry(self, telemetry) -> None:
         """Replace the live GPU telemetry shown in the GPU view and node details."""
         self.telemetry = dict(telemetry)
-        self.main.update_telemetry(self.telemetry)
+        self.fleet.first.telemetry = self.telemetry
+        if self.fleet.on_first():  # the readings are of the first cluster's nodes
+            self.main.update_telemetry(self.telemetry)
 
     # -- screens and where we are -------------------------------------------
     def push_screen(self, *args: Any, **kwargs: Any) -> Any:
@@ -331,20 +364,31 @@ class CockpitApp(App):
 
     # -- actions ---------------------------------------------------------
     def action_toggle_pause(self) -> None:
-        if self.poller.paused:
-            self.poller.resume()
+        """Pause or resume the poller of the cluster in front (the others keep polling)."""
+        poller = self.fleet.current.poller
+        if poller.paused:
+            poller.resume()
         else:
-            self.poller.pause()
-        self.post_message(StatusUpdated(self.poller.status()))
+            poller.pause()
+        self.post_message(StatusUpdated(poller.status()))
 
     def action_refresh_now(self) -> None:
-        """Fetch now; while paused, fetch once and stay paused."""
-        if self.poller.paused:
-            self._refresh_once = True
-            self.poller.resume()
+        """Fetch now (the cluster in front); while paused, fetch once and stay paused."""
+        link = self.fleet.current
+        if link.poller.paused:
+            link.refresh_once = True
+            link.poller.resume()
             self.notify("paused: refreshing once (p resumes polling)")
             return
-        self.poller.refresh_now()
+        link.poller.refresh_now()
+
+    def action_clusters(self) -> None:
+        """c: the fleet Pulse, every cluster's state, suspects and drained nodes; Enter switches."""
+        self.fleet.open_pulse()
+
+    def switch_cluster(self, name: str) -> str:
+        """Show cluster ``name`` in the main views; '' or what was wrong, in words."""
+        return self.fleet.switch(name)
 
     def action_command_line(self) -> None:
         """``:`` on every screen (the main screen opens its own line; dialogs take no command)."""

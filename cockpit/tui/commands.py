@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from cockpit.core.actions import ACTIONS
+from cockpit.text import clean
+from cockpit.tui.services import services_for
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
@@ -38,7 +40,7 @@ class PaletteCommand:
 @dataclass(frozen=True)
 class ColonCommand:
     """One ``:`` command. ``run(app, arg)``; ``arg``: what Tab completes after the name
-    ("job", "node", "runbook", "view" or "" for nothing); ``title``: its palette entry
+    ("job", "node", "runbook", "cluster" or "" for nothing); ``title``: its palette entry
     ('' when the palette lists it otherwise, or not at all)."""
 
     names: tuple[str, ...]  # the first is the name shown; the rest are aliases
@@ -67,7 +69,7 @@ def _open_job(app: Any, arg: str) -> None:
 def _open_node(app: Any, arg: str) -> None:
     from cockpit.tui.screens.detail import NodeDetailScreen
 
-    app.push_screen(NodeDetailScreen(arg)) if arg else app.action_view("nodes")
+    app.push_screen(NodeDetailScreen(arg, services=services_for(app))) if arg else app.action_view("nodes")
 
 
 def _accounting(name: str) -> Callable[[Any, str], Any]:
@@ -99,6 +101,18 @@ def _validate(app: Any, arg: str) -> None:
         app.notify(f"{node} is {known.display_state}, not drained or down: nothing to resume", severity="warning")
         return
     app.openers.runbook(VALIDATION, "node", node, mode="validate")
+
+
+def _cluster(app: Any, arg: str) -> None:
+    """:cluster NAME shows that cluster in the main views; alone, the fleet Pulse (c)."""
+    if not arg:
+        app.action_clusters()
+        return
+    err = app.switch_cluster(arg)
+    if err:
+        app.notify(clean(err, 200), severity="warning", markup=False)
+    elif app.screen is not app.main:  # the screen in front stays on its own cluster
+        app.notify(f"the views now show cluster {clean(arg, 40)}; this screen stays on its own (Esc)", markup=False)
 
 
 def _app(action: str) -> Callable[[Any, str], Any]:
@@ -144,6 +158,10 @@ COLON_COMMANDS: tuple[ColonCommand, ...] = (
                  "Describe: what Slurm says (d)"),
     ColonCommand(("validate", "burnin"), _validate, "Validate a drained node (health runbook); the resume is "
                  "offered, confirmed, only if all is OK: :validate NODE", "Node: validate, then resume", arg="node"),
+    ColonCommand(("cluster", "ctx", "context"), _cluster, "Show another cluster in the views: :cluster NAME "
+                 "(Tab completes); alone: every cluster (c)", arg="cluster"),
+    ColonCommand(("fleet", "clusters"), _app("action_clusters"), "Every cluster: its state and age, its suspects and "
+                 "drained nodes; Enter switches (c)", "Fleet Pulse: every cluster (c)"),
     ColonCommand(("act", "action"), _app("action_act"), "Act on the marked rows or the cursor row (a)"),
     ColonCommand(("keys", "help", "?"), _app("action_show_keys"), "Show every key and what it does (?)",
                  "Keys: every key (?)"),
@@ -202,6 +220,8 @@ def arg_words(app: CockpitApp, kind: str) -> list[str]:
         return [n.name for n in snap.nodes] if snap is not None else []
     if kind == "runbook":
         return [b.name for b in app.openers.runbooks()]
+    if kind == "cluster":
+        return app.fleet.names()
     return []
 
 

@@ -25,6 +25,8 @@ KEY_HELP = {
     "cockpit.describe": "what Slurm says about this job or node, in its own words (scontrol show)",
     "cockpit.logs": "the end of slurmctld's log, and of the node's slurmd log (for a node)",
     "cockpit.audit": "the audit log: past actions, who, what, result; follow-ups (resume after a drain)",
+    "cockpit.clusters": "the fleet Pulse: every cluster's state, age, suspects and drained nodes; Enter shows "
+                        "that cluster in the views (:cluster NAME too)",
 }
 # Extra words for keys of the views (by binding id); the binding's description otherwise.
 VIEW_HELP = {

@@ -55,15 +55,41 @@ def run_tui(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from cockpit.core.session import open_session
     from cockpit.tui.app import CockpitApp
 
-    # One event loop for the session and the app: SSH connections opened while choosing the
-    # backend stay usable by the poller.
-    session = await open_session(args)
+    # One event loop for the sessions and the app: SSH connections opened while choosing the
+    # backend stay usable by the pollers.
+    sessions, unopened = await _open_sessions(args)
     try:
-        app = CockpitApp(session.backend, session.config, read_only=session.read_only)
+        first, *others = sessions
+        app = CockpitApp(first.backend, first.config, read_only=first.read_only,
+                         fleet=tuple((s.backend, s.config) for s in others), unopened=unopened)
         await app.run_async()
         return app.return_code or 0
     finally:
-        await session.close()
+        for session in sessions:
+            await session.close()
+
+
+async def _open_sessions(args: argparse.Namespace) -> tuple[list, dict[str, str]]:
+    """One session, or with ``--cluster all`` one per ``[clusters.NAME]`` (by name): a
+    cluster that cannot be opened is named on the fleet Pulse, and the others open.
+    Raises the first cluster's CockpitError when none opens, ConfigError when none is configured."""
+    from cockpit.core.session import cluster_names, open_session
+    from cockpit.errors import CockpitError
+    from cockpit.text import one_line
+
+    if getattr(args, "cluster", None) != "all":
+        return [await open_session(args)], {}
+    from cockpit.config import load_config
+
+    sessions, unopened, first_error = [], {}, None
+    for name in cluster_names(load_config(getattr(args, "config", None))):
+        try:
+            sessions.append(await open_session(argparse.Namespace(**{**vars(args), "cluster": name})))
+        except CockpitError as exc:
+            unopened[name] = one_line(str(exc))
+            first_error = first_error or exc
+    if not sessions:
+        raise first_error  # type: ignore[misc]  # cluster_names raised if there were no names
+    return sessions, unopened

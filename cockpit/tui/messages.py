@@ -20,14 +20,16 @@ TelemetryMap = Mapping[tuple[str, int], Mapping[str, Any]]
 
 
 class SnapshotUpdated(Message):
-    """The poller produced a new snapshot (and its status)."""
+    """A poller produced a new snapshot (and its status); ``cluster``: whose poller
+    ('' for the one cluster of a session without [clusters.NAME])."""
 
-    def __init__(self, snapshot: ClusterSnapshot, status: PollStatus) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, status: PollStatus, cluster: str = "") -> None:
         super().__init__()
-        self.snapshot, self.status = snapshot, status
+        self.snapshot, self.status, self.cluster = snapshot, status, cluster
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, SnapshotUpdated)
+        # a newer snapshot of the same cluster only: one cluster's poll must never drop another's
+        return isinstance(message, SnapshotUpdated) and message.cluster == self.cluster
 
 
 class StatusUpdated(Message):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.hostlist import collapse
 from cockpit.text import sanitize
 from cockpit.tui.selection import current_targets
+from cockpit.tui.services import services_for
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
@@ -86,14 +87,15 @@ class Viewers:
         if not targets or kind not in ("job", "node"):
             self.app.notify("select a job or a node to describe", severity="warning")
             return
-        self.app.push_screen(DescribeScreen(kind, targets[0]))
+        self.app.push_screen(DescribeScreen(kind, targets[0], services=services_for(self.app)))
 
     def slurm_logs(self) -> None:
         from cockpit.tui.screens.slurmtext import SlurmLogsScreen
 
         kind, targets = current_targets(self.app)
         node = targets[0] if kind == "node" and targets else None
-        self.app.push_screen(SlurmLogsScreen(node, targets[0] if kind == "job" and targets else None))
+        self.app.push_screen(SlurmLogsScreen(node, targets[0] if kind == "job" and targets else None,
+                                            services=services_for(self.app)))
 
     def audit_log(self) -> None:
         """The gate's own audit log (the demo's is its own file), with this session's id:

@@ -35,10 +35,25 @@ def test_cluster_all_text_output_names_each_cluster(tmp_path, capsys):
     assert captured.err.count("unknown partition") == 2
 
 
-def test_the_tui_opens_one_cluster(tmp_path, capsys):
-    cfg = _cfg(tmp_path, '[clusters.a]\nbackend = "demo"\n')
-    assert cli.main(["--config", cfg, "--cluster", "all"]) == 2
-    assert "headless commands" in capsys.readouterr().err
+def test_the_tui_opens_every_cluster_and_names_the_one_that_cannot_be_opened(tmp_path, monkeypatch):
+    """``cockpit --cluster all``: one session per cluster, each with its own intervals; a
+    cluster whose slurmrestd does not answer (nothing listens on that loopback port) is
+    named with why, and the others open."""
+    import asyncio
+
+    from cockpit.tui.launch import _open_sessions
+
+    monkeypatch.setenv("SLURM_JWT", "not-a-real-token")
+    cfg = _cfg(tmp_path, '[clusters.a]\nbackend = "demo"\nrefresh_nodes = 2.5\n\n[clusters.b]\nbackend = "demo"\n\n'
+                         '[clusters.gone]\nbackend = "slurmrestd"\nrest_url = "http://127.0.0.1:9"\n')
+    sessions, unopened = asyncio.run(_open_sessions(cli.build_parser().parse_args(["--config", cfg, "--cluster", "all"])))
+    try:
+        assert [s.config.cluster for s in sessions] == ["a", "b"]
+        assert [s.config.refresh.nodes for s in sessions] == [2.5, 5.0]  # a's own; b's from [refresh]
+        assert list(unopened) == ["gone"] and "cannot reach slurmrestd at http://127.0.0.1:9" in unopened["gone"]
+    finally:
+        for s in sessions:
+            asyncio.run(s.close())
 
 
 def test_cluster_all_never_acts(tmp_path, capsys):

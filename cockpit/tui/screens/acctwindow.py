@@ -20,6 +20,7 @@ from textual.widgets import Footer, Static
 from cockpit.errors import CockpitError
 from cockpit.text import clean
 from cockpit.tui.widgets.crumbs import Breadcrumb
+from cockpit.tui.services import ClusterBound, ClusterServices
 
 T = TypeVar("T")
 
@@ -36,7 +37,7 @@ def stepped(windows: tuple[str, ...], window: str, step: int) -> str:
     return windows[max(0, min(len(windows) - 1, at + step))]
 
 
-class AccountingWindowScreen(Screen):
+class AccountingWindowScreen(ClusterBound, Screen):
     """A subclass names its widgets (``title_id``, ``status_id``), adds its own
     under the status line (``compose_body``) and defines ``load`` as its worker,
     which asks through :meth:`ask`."""
@@ -45,9 +46,11 @@ class AccountingWindowScreen(Screen):
     status_id = ""
     windows: tuple[str, ...] = ()  # shortest first: what [ and ] step through
 
-    def __init__(self, window: str) -> None:
+    def __init__(self, window: str, *, services: ClusterServices | None = None) -> None:
+        """``services``: the cluster it asks (cockpit/tui/services.py)."""
         super().__init__()
         self.window = window
+        self.bind_services(services)
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb()
@@ -83,7 +86,7 @@ class AccountingWindowScreen(Screen):
         self.query_one(f"#{self.title_id}", Static).update(Text(title))
         now = self.app.clock()
         try:
-            acct = await require_accounting(self.app.backend)
+            acct = await require_accounting(self.services.backend)
             return await fetch(acct, parse_since(self.window, now), now), now
         except CockpitError as exc:
             self.query_one(f"#{self.status_id}", Static).update(Text(clean(str(exc), 300), style="bold"))

@@ -28,6 +28,7 @@ from cockpit.models.cluster import or_unknown
 from cockpit.text import clean, tail_lines
 from cockpit.tui.rows import duration, gpu_holders, job_state_text, limit_text, mem_gib, node_state_text
 from cockpit.tui.widgets.crumbs import Breadcrumb
+from cockpit.tui.services import ClusterBound, ClusterServices
 
 TAIL_BYTES = 16384
 TAIL_LINES = 12
@@ -83,7 +84,7 @@ def telemetry_words(t: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-class DetailScreen(Screen):
+class DetailScreen(ClusterBound, Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="detail.back")]
     AUTO_FOCUS = "OptionList"  # the links: Enter opens the first at once
     DEFAULT_CSS = """
@@ -93,8 +94,10 @@ class DetailScreen(Screen):
     DetailScreen .section { text-style: bold underline; margin-top: 1; }
     """
 
-    def __init__(self, key: Any) -> None:
+    def __init__(self, key: Any, *, services: ClusterServices | None = None) -> None:
+        """``services``: the cluster of the job or node (cockpit/tui/services.py)."""
         super().__init__()
+        self.bind_services(services)
         self.key = key
         self.body = Static("", classes="body")
         self.links_title = Static("", classes="section")
@@ -117,7 +120,7 @@ class DetailScreen(Screen):
         yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.refresh_snapshot(self.app.snapshot)
+        self.refresh_snapshot(self.services.snapshot)
 
     def refresh_snapshot(self, snap: ClusterSnapshot | None) -> None:
         raise NotImplementedError
@@ -239,7 +242,7 @@ class JobDetailScreen(DetailScreen):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         oid = event.option.id or ""
         if oid.startswith("node:"):
-            self.app.push_screen(NodeDetailScreen(oid[5:]))
+            self.app.push_screen(NodeDetailScreen(oid[5:], services=self.services))
 
 
 class NodeDetailScreen(DetailScreen):
@@ -289,7 +292,7 @@ class NodeDetailScreen(DetailScreen):
         ]
         table = _kv_table(pairs)
         holders = gpu_holders([j for j in snap.jobs if node.name in j.nodes])
-        tele = self.app.telemetry
+        tele = self.services.telemetry
         idx = 0
         for group in node.gpus:
             for _ in range(group.count):
@@ -310,4 +313,4 @@ class NodeDetailScreen(DetailScreen):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         oid = event.option.id or ""
         if oid.startswith("job:"):
-            self.app.push_screen(JobDetailScreen(int(oid[4:])))
+            self.app.push_screen(JobDetailScreen(int(oid[4:]), services=self.services))

@@ -31,6 +31,7 @@ from cockpit.tui.screens.acctwindow import stepped, window_keys
 from cockpit.tui.rows import Column, Row, build_table, duration
 from cockpit.tui.widgets.crumbs import Breadcrumb
 from cockpit.tui.widgets.vtable import VTable
+from cockpit.tui.services import ClusterBound, ClusterServices
 
 WINDOWS = ("1h", "1d", "7d")
 COLUMNS = (
@@ -61,7 +62,7 @@ def rows_table(jobs: tuple[JobRecord, ...]):
     return build_table(rows, None, None, False)
 
 
-class HistoryScreen(Screen):
+class HistoryScreen(ClusterBound, Screen):
     BINDINGS = [
         Binding("escape,q", "app.pop_screen", "Back", id="history.back"),
         *window_keys("history"),
@@ -74,8 +75,10 @@ class HistoryScreen(Screen):
     """
     crumb = "history"
 
-    def __init__(self, window: str = "1d") -> None:
+    def __init__(self, window: str = "1d", *, services: ClusterServices | None = None) -> None:
+        """``services``: the cluster whose accounting it asks (cockpit/tui/services.py)."""
         super().__init__()
+        self.bind_services(services)
         self.window = window
         self.table = VTable(COLUMNS, cap=40, id="history-table")
         self.loaded: tuple[JobRecord, ...] = ()
@@ -116,7 +119,7 @@ class HistoryScreen(Screen):
         self.query_one("#history-title", Static).update(Text(f" finished jobs, last {self.window} ([ ]: hour/day/week)"))
         self._status(f"asking accounting for the jobs that ended in the last {self.window} …")
         try:
-            acct = await require_accounting(self.app.backend)
+            acct = await require_accounting(self.services.backend)
             query = replace(job_query(parse_since(self.window, now)), source="parsable")  # see JobQuery.source
             found = await history(acct, query, now)
             data = await asyncio.to_thread(rows_table, found.jobs)
@@ -131,7 +134,7 @@ class HistoryScreen(Screen):
 
     def on_vtable_row_activated(self, event: VTable.RowActivated) -> None:
         event.stop()
-        self.app.push_screen(FinishedJobScreen(str(event.key)))
+        self.app.push_screen(FinishedJobScreen(str(event.key), services=self.services))
 
 
 def job_text(job: JobRecord, eff: Any) -> Text:
@@ -172,14 +175,15 @@ def job_text(job: JobRecord, eff: Any) -> Text:
     return t
 
 
-class FinishedJobScreen(Screen):
+class FinishedJobScreen(ClusterBound, Screen):
     """One job as accounting recorded it, with its CPU, memory and GPU efficiency."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="finished.back")]
     DEFAULT_CSS = "FinishedJobScreen #finished-title { background: $panel; text-style: bold; height: 1; }"
 
-    def __init__(self, job_id: str) -> None:
+    def __init__(self, job_id: str, *, services: ClusterServices | None = None) -> None:
         super().__init__()
+        self.bind_services(services)
         self.job_id = job_id
 
     @property
@@ -207,7 +211,7 @@ class FinishedJobScreen(Screen):
 
         body = self.query_one("#finished-body", Static)
         try:
-            acct = await require_accounting(self.app.backend)
+            acct = await require_accounting(self.services.backend)
             found = await acct.job(self.job_id)
         except CockpitError as exc:
             body.update(Text(clean(str(exc), 300), style="bold"))
@@ -221,5 +225,5 @@ class FinishedJobScreen(Screen):
         if job.state in FINISHED_STATES:  # with Prometheus, the GPU figure is the run's DCGM utilisation
             from cockpit.telemetry.promsource import finished_job_history
 
-            eff = efficiency(job, *await finished_job_history(self.app.config, job))
+            eff = efficiency(job, *await finished_job_history(self.services.config, job))
         body.update(job_text(job, eff))

@@ -111,8 +111,10 @@ class MainScreen(Screen):
 
     def update_header(self) -> None:
         app = self.app
-        self.header.show(app.snapshot, app.poll_status, app.read_only, self.crumb_title())
-        self.banner.show(app.poll_status)
+        fleet = app.fleet
+        name = fleet.current.name if fleet.several else ""
+        self.header.show(app.snapshot, app.poll_status, app.read_only, self.crumb_title(), name, fleet.stale_others())
+        self.banner.show(app.poll_status, name)
 
     # -- views ----------------------------------------------------------
     def active_view(self):
@@ -224,16 +226,17 @@ class MainScreen(Screen):
 
     def open_job(self, ident: str) -> None:
         try:
-            self.app.push_screen(JobDetailScreen(int(ident.split("_")[0].split("+")[0])))
+            self.app.push_screen(JobDetailScreen(int(ident.split("_")[0].split("+")[0]), services=self.app.services))
         except ValueError:
             self.say(f"not a job id: {ident!r}")
 
     def on_vtable_row_activated(self, event: VTable.RowActivated) -> None:
         kind = event.table.target_kind
         if kind == "job":
-            self.app.push_screen(JobDetailScreen(event.key))
+            self.app.push_screen(JobDetailScreen(event.key, services=self.app.services))
         elif kind == "node":
-            self.app.push_screen(NodeDetailScreen(str(event.key).rsplit(":", 1)[0] if self.current == "gpus" else event.key))
+            node = str(event.key).rsplit(":", 1)[0] if self.current == "gpus" else event.key
+            self.app.push_screen(NodeDetailScreen(node, services=self.app.services))
         elif self.current == "partitions":
             self.action_view("nodes")
             self.drilled = str(event.key)

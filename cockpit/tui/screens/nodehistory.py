@@ -16,6 +16,7 @@ from textual.widgets import Static
 from cockpit.text import clean
 from cockpit.tui.rows import duration
 from cockpit.tui.screens.acctwindow import AccountingWindowScreen, window_keys
+from cockpit.tui.services import ClusterServices
 
 
 def _when(t) -> str:
@@ -51,8 +52,8 @@ class NodeHistoryScreen(AccountingWindowScreen):
     DEFAULT_CSS = "NodeHistoryScreen #nh-title { background: $panel; text-style: bold; height: 1; }"
     title_id, status_id = "nh-title", "nh-body"
 
-    def __init__(self, node: str, window: str = "14d") -> None:
-        super().__init__(window)
+    def __init__(self, node: str, window: str = "14d", *, services: ClusterServices | None = None) -> None:
+        super().__init__(window, services=services)
         self.node = node
 
     @property

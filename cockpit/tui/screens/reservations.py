@@ -23,6 +23,7 @@ from cockpit.errors import CockpitError
 from cockpit.hostlist import collapse
 from cockpit.text import clean
 from cockpit.tui.widgets.crumbs import Breadcrumb
+from cockpit.tui.services import ClusterBound, ClusterServices
 
 
 def _when(t: int | None, now: float) -> str:
@@ -71,11 +72,16 @@ def reservations_renderable(items, snap, now: float, width: int = WIDE):
     return t
 
 
-class ReservationsScreen(Screen):
+class ReservationsScreen(ClusterBound, Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="reservations.back"),
                 Binding("r", "reload", "Reload", id="reservations.reload")]
     DEFAULT_CSS = "ReservationsScreen #res-title { background: $panel; text-style: bold; height: 1; }"
     crumb = "reservations"
+
+    def __init__(self, *, services: ClusterServices | None = None) -> None:
+        """``services``: the cluster whose reservations it shows (cockpit/tui/services.py)."""
+        super().__init__()
+        self.bind_services(services)
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb()
@@ -99,7 +105,7 @@ class ReservationsScreen(Screen):
                      Text("\n" + self._cost, style="dim"))
 
     def on_resize(self) -> None:
-        self.refresh_snapshot(self.app.snapshot)
+        self.refresh_snapshot(self.services.snapshot)
 
     @work(exclusive=True, group="reservations")
     async def load(self) -> None:
@@ -107,13 +113,13 @@ class ReservationsScreen(Screen):
 
         body = self.query_one("#res-body", Static)
         try:
-            sched = await scheduling_of(self.app.backend)
+            sched = await scheduling_of(self.services.backend)
             if sched is None:
-                body.update(Text(f"the {self.app.backend_name} backend cannot ask Slurm for reservations", style="bold"))
+                body.update(Text(f"the {self.services.backend_name} backend cannot ask Slurm for reservations", style="bold"))
                 return
             found = await sched.reservations()
         except CockpitError as exc:
             body.update(Text(clean(str(exc), 300), style="bold"))
             return
         self._items, self._cost = found.items, "; ".join(c.describe() for c in found.costs)
-        body.update(self._body(self.app.snapshot))
+        body.update(self._body(self.services.snapshot))

@@ -26,6 +26,7 @@ from cockpit.core.joblog import JobLogError, tail_lines
 from cockpit.errors import CockpitError
 from cockpit.text import clean, sanitize
 from cockpit.tui.widgets.crumbs import Breadcrumb
+from cockpit.tui.services import ClusterBound, ClusterServices
 
 LOG_LINES = 200
 JOB_SCAN_LINES = 5000  # L on a job: its lines are looked for this far back in slurmctld's log
@@ -41,7 +42,7 @@ def config_value(text: str, key: str) -> str:
     return ""
 
 
-class SlurmTextScreen(Screen):
+class SlurmTextScreen(ClusterBound, Screen):
     """A title and text lines; ``r`` asks again, ``y`` copies what the title names."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="slurmtext.back"),
@@ -90,8 +91,9 @@ class DescribeScreen(SlurmTextScreen):
 
     follow_end = False
 
-    def __init__(self, kind: str, name: str) -> None:
+    def __init__(self, kind: str, name: str, *, services: ClusterServices | None = None) -> None:
         super().__init__()
+        self.bind_services(services)
         self.kind, self.target = kind, name
         self.crumb = f"scontrol show {kind}"
 
@@ -103,11 +105,11 @@ class DescribeScreen(SlurmTextScreen):
 
     async def load(self) -> None:
         argv = ["scontrol", "show", self.kind, self.target]
-        whose = "the demo's simulated Slurm, not a real one" if self.app.simulated else "Slurm's own words"
+        whose = "the demo's simulated Slurm, not a real one" if self.services.simulated else "Slurm's own words"
         self.title_line(f"{' '.join(argv)}  ({whose}; r asks again)")
-        probes = getattr(self.app, "probes", None)
+        probes = self.services.probes
         if probes is None:
-            self.lines([f"{getattr(self.app, 'backend_name', 'this backend')} has no Slurm host to ask"], "bold red")
+            self.lines([f"{self.services.backend_name} has no Slurm host to ask"], "bold red")
             return
         out = await probes.on_slurm_host(argv)
         if not out.ok:
@@ -122,7 +124,7 @@ class DescribeScreen(SlurmTextScreen):
         """``field=value`` lines of the job or node in the App's snapshot ([] when absent)."""
         import dataclasses
 
-        snap = self.app.snapshot
+        snap = self.services.snapshot
         if snap is None:
             return []
         items = snap.jobs if self.kind == "job" else snap.nodes
@@ -145,8 +147,10 @@ class SlurmLogsScreen(SlurmTextScreen):
     """The end of slurmctld's log, and of ``node``'s slurmd log when a node is given; for
     a ``job``, slurmctld's lines that name it first (or that none of them do)."""
 
-    def __init__(self, node: str | None = None, job: str | None = None) -> None:
+    def __init__(self, node: str | None = None, job: str | None = None, *,
+                 services: ClusterServices | None = None) -> None:
         super().__init__()
+        self.bind_services(services)
         self.node, self.job = node, job
         self.follow_end = not job  # a job's lines lead: shown from the top
         self.crumb = "Slurm logs" + (f" ({node})" if node else f" (job {job})" if job else "")
@@ -160,9 +164,9 @@ class SlurmLogsScreen(SlurmTextScreen):
         self.title_line("slurmctld" + (f" and slurmd on {clean(self.node, 40)}" if self.node else "")
                         + (f", job {clean(self.job, 30)}'s lines first" if self.job else "")
                         + f": the last {LOG_LINES} lines (r asks again)")
-        probes = getattr(self.app, "probes", None)
+        probes = self.services.probes
         if probes is None:
-            self.lines([f"{getattr(self.app, 'backend_name', 'this backend')} has no Slurm host to ask"], "bold red")
+            self.lines([f"{self.services.backend_name} has no Slurm host to ask"], "bold red")
             return
         conf = await probes.on_slurm_host(["scontrol", "show", "config"])
         if not conf.ok:
@@ -194,7 +198,7 @@ class SlurmLogsScreen(SlurmTextScreen):
     async def read_log(self, path: str, node: str | None, probes: Any, n: int) -> list[str] | str:
         """The last ``n`` lines of ``path`` (read here when it can be, else on the Slurm
         host or ``node``), or why they could not be read."""
-        if node is None and not self.app.simulated and not self.app.config.general.host:
+        if node is None and not self.services.simulated and not self.services.config.general.host:
             try:
                 return list(tail_lines(path, n))
             except JobLogError:

@@ -17,6 +17,7 @@ from textual_plotext import PlotextPlot
 
 from cockpit.text import clean
 from cockpit.tui.screens.acctwindow import AccountingWindowScreen, window_keys
+from cockpit.tui.services import ClusterServices
 
 BAND, LINE = (70.0, 80.0), 50.0
 
@@ -56,8 +57,8 @@ class UtilizationScreen(AccountingWindowScreen):
     title_id, status_id = "util-title", "util-verdict"
     windows = ("1d", "7d", "30d")
 
-    def __init__(self, window: str = "7d") -> None:
-        super().__init__(window)
+    def __init__(self, window: str = "7d", *, services: ClusterServices | None = None) -> None:
+        super().__init__(window, services=services)
 
     def compose_body(self) -> ComposeResult:
         yield PlotextPlot(id="util-plot")
@@ -68,11 +69,11 @@ class UtilizationScreen(AccountingWindowScreen):
         from cockpit.core.utilization import utilization
 
         async def fetch(acct, since: int, now: float):
-            snap = self.app.snapshot or await self.app.backend.snapshot()
+            snap = self.services.snapshot or await self.services.backend.snapshot()
             from cockpit.telemetry.promsource import job_utils_provider
 
             return await utilization(acct, snap, since, now, tracked=getattr(acct, "tracked_tres", ""),
-                                     gpu_utils=job_utils_provider(self.app.config))
+                                     gpu_utils=job_utils_provider(self.services.config))
 
         answer = await self.ask(f" GPU utilization, last {self.window} ([ ]: 1/7/30 d)", fetch)
         if answer is not None:

@@ -24,6 +24,7 @@ from cockpit.models import ClusterSnapshot, Job
 from cockpit.text import clean
 from cockpit.tui.rows import limit_text
 from cockpit.tui.widgets.crumbs import Breadcrumb
+from cockpit.tui.services import ClusterBound, ClusterServices
 
 # Slurm's pending reasons (squeue(1) "JOB REASON CODES"), said plainly, with what unblocks them.
 REASONS = {
@@ -103,13 +104,15 @@ def glance(job: Job, snap: ClusterSnapshot | None) -> Text:
     return t
 
 
-class WhyPendingScreen(Screen):
+class WhyPendingScreen(ClusterBound, Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="whypending.back")]
     DEFAULT_CSS = "WhyPendingScreen #wp-title { background: $panel; text-style: bold; height: 1; }"
     crumb = "why pending"
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, *, services: ClusterServices | None = None) -> None:
+        """``services``: the job's cluster (cockpit/tui/services.py)."""
         super().__init__()
+        self.bind_services(services)
         self.job = job
 
     def targets(self) -> tuple[str, tuple[str, ...]]:
@@ -120,7 +123,7 @@ class WhyPendingScreen(Screen):
         yield Static(Text(f" job {self.job.display_id} {clean(self.job.name, 60)} ({clean(self.job.user, 20)}): "
                           "why is it pending?"), id="wp-title")
         with VerticalScroll():
-            yield Static(glance(self.job, self.app.snapshot), id="wp-glance")
+            yield Static(glance(self.job, self.services.snapshot), id="wp-glance")
             yield Static(Text("asking Slurm for the details (priority, limits, reservations)…", style="dim"),
                          id="wp-detail")
         yield Footer(show_command_palette=False)
@@ -135,7 +138,7 @@ class WhyPendingScreen(Screen):
         out = self.query_one("#wp-detail", Static)
         try:
             ident = self.job.display_id if "[" not in self.job.display_id else str(self.job.job_id)  # 123_[4-9]
-            w = await why_pending(self.app.backend, ident, self.app.clock())
+            w = await why_pending(self.services.backend, ident, self.app.clock())
         except CockpitError as exc:
             out.update(Text(f"No more detail: {clean(exc, 300)}", style="dim"))
             return

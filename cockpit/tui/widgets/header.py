@@ -18,9 +18,14 @@ class CockpitHeader(Static):
     """
     _shown: Text | None = None
 
-    def show(self, snap: ClusterSnapshot | None, status: PollStatus | None, read_only: bool, view: str) -> None:
+    def show(self, snap: ClusterSnapshot | None, status: PollStatus | None, read_only: bool, view: str,
+             cluster: str = "", stale_others: tuple[str, ...] = ()) -> None:
+        """``cluster``: the [clusters.NAME] in front ('' for none); ``stale_others``: the
+        other clusters whose fetches fail (each has its own banner on the fleet Pulse, c)."""
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(" cockpit ", style="bold reverse")
+        if cluster:
+            t.append(f" ⎈ {clean(cluster, 24)} ", style="bold")  # a cluster string: text, cleaned
         t.append(f" {view} ", style="bold")
         if snap is not None:
             t.append("│ ")
@@ -39,6 +44,8 @@ class CockpitHeader(Static):
                 t.append(" ⚠ STALE", style="bold reverse")
         if snap is not None and (unread := summary(snap.errors)):
             t.append(f" │ ⚠ {unread} (! lists them)", style="bold")
+        if stale_others:
+            t.append(f" │ ⚠ stale: {clean(', '.join(stale_others), 40)} (c)", style="bold")
         if read_only:
             t.append(" READ-ONLY", style="bold reverse")
         if t == self._shown:
@@ -55,14 +62,15 @@ class StaleBanner(Static):
     StaleBanner.-stale { display: block; }
     """
 
-    def show(self, status: PollStatus | None) -> None:
+    def show(self, status: PollStatus | None, cluster: str = "") -> None:
+        """``cluster``: whose data it is ('' for a session without [clusters.NAME])."""
         stale = bool(status and status.stale)
         self.set_class(stale, "-stale")
         if not stale:
             return
         age = status.age()
         t = Text(no_wrap=False)
-        t.append("⚠ STALE DATA", style="bold")
+        t.append("⚠ STALE DATA" + (f" of cluster {clean(cluster, 40)}" if cluster else ""), style="bold")
         t.append(f" — last good data {duration(age) or '0s'} ago" if age is not None else " — no data yet")
         retry = status.next_retry
         if retry is not None:

@@ -1,0 +1,96 @@
+"""The clusters of one TUI session: one :class:`ClusterLink` per ``[clusters.NAME]``.
+
+Each link owns its backend, its config (audit lines name the cluster, its own
+poller intervals from ``[clusters.NAME] refresh_*``), its poller, its latest
+snapshot and status, its probe runner and its gate. The App shows one link in
+its main views (the cluster in front) and keeps every poller running, so a
+cluster that stops answering is stale on its own while the others stay fresh.
+A link is what screens are handed (cockpit/tui/services.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from cockpit.config import Config
+from cockpit.core.poller import Poller, PollStatus
+from cockpit.models import ClusterSnapshot
+from cockpit.tui.pulsedata import ChangeTracker
+
+INTERVAL_KINDS = ("nodes", "jobs", "partitions", "topology")
+
+
+def intervals_of(config: Config) -> dict[str, float]:
+    refresh = config.refresh
+    return {k: getattr(refresh, k) for k in INTERVAL_KINDS}
+
+
+def probes_for(backend: Any, config: Config) -> Any:
+    """The backend's probe runner (read-only commands on its nodes), or None when it brings none."""
+    offer = backend.capabilities().probes
+    return offer.probe_runner(config) if offer is not None else None
+
+
+class ClusterLink:
+    """One cluster's services and its poller (implements ClusterServices)."""
+
+    def __init__(self, backend: Any, config: Config, *, read_only: bool, probes: Any = None,
+                 confirm: Callable[[], Any] | None = None) -> None:
+        """``confirm``: makes the gate's confirmation policy (the App's dialog) when first acting."""
+        self.name = config.cluster
+        self.backend = backend
+        self.config = config
+        self.read_only = read_only
+        self.probes = probes
+        self.snapshot: ClusterSnapshot | None = None
+        self.status: PollStatus | None = None
+        self.poller: Poller | None = None
+        self.telemetry: dict = {}  # live GPU readings of its nodes (the first cluster's only)
+        self.tracker = ChangeTracker()  # the Pulse's recent changes of this cluster, kept across switches
+        self.refresh_once = False  # r while paused: un-pause for one poll
+        self._confirm = confirm
+        self._gate: Any = None
+
+    def start_poller(self, on_poll: Callable[[ClusterSnapshot, PollStatus], Awaitable[None]], *,
+                     clock: Callable[[], float], node_kinds: dict | None = None) -> Poller:
+        self.poller = Poller(self.backend, on_poll, intervals_of(self.config), clock=clock, node_kinds=node_kinds or {})
+        return self.poller
+
+    @property
+    def backend_name(self) -> str:
+        return self.backend.name
+
+    @property
+    def simulated(self) -> bool:
+        return self.backend.capabilities().simulated
+
+    @property
+    def label(self) -> str:
+        """The cluster's name as the screens show it ('' for a session without [clusters.NAME])."""
+        return self.name
+
+    def gate(self) -> Any:
+        """This cluster's gate: its executor and its audit log (lines name the cluster).
+        Raises ConfigError when the audit log path is unusable."""
+        if self._gate is None:
+            from cockpit.core.actions import actions_for_backend
+
+            self._gate = actions_for_backend(self.backend, self.config, read_only=self.read_only,
+                                             confirm=self._confirm() if self._confirm else None)
+        return self._gate
+
+    @property
+    def gate_description(self) -> str:
+        return self._gate.description if self._gate is not None else ""
+
+    def poll_status(self) -> PollStatus | None:
+        """Its poller's status now (age, stale, cause), or the last one posted."""
+        return self.poller.status() if self.poller is not None else self.status
+
+    async def close(self) -> None:
+        """Stop its node reads and close its probe runner (its backend is its session's)."""
+        if self.poller is not None:
+            await self.poller.close()
+        if self.probes is not None:
+            await self.probes.close()

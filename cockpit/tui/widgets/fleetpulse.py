@@ -1,0 +1,117 @@
+"""The fleet Pulse: every cluster at a glance (``cockpit --cluster all``).
+
+Top: one row per cluster (its state, data age, source, nodes, drained/down,
+suspects): Enter shows that cluster in the main views. Under it, one stale
+banner per cluster whose fetches fail, naming that cluster alone. Then every
+cluster's suspect jobs and drained/down nodes (cockpit/tui/fleetdata.py), the
+cluster named first. The suspects and nodes are computed in a worker thread
+when a cluster's snapshot changes; the state rows are redrawn every second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from textual import work
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from cockpit.text import clean
+from cockpit.tui.fleetdata import FLEET_NODE_COLUMNS, FLEET_SUSPECT_COLUMNS, ClusterInput, compute_fleet
+from cockpit.tui.rows import Column, Row, build_table, duration
+from cockpit.tui.widgets.header import StaleBanner
+from cockpit.tui.widgets.vtable import VTable
+
+CLUSTER_COLUMNS = (Column("CLUSTER", 7, 0, pin=True), Column("STATE", 5, 1, pin=True), Column("AGE", 3, 2, "right"),
+                   Column("SOURCE", 6, 3), Column("NODES", 5, 4, "right"), Column("DOWN", 4, 5, "right"),
+                   Column("SUSPECTS", 8, 6, "right"))
+
+
+def cluster_row(name: str, link: Any, counts: tuple[int, int, int] | None, current: bool, why: str = "") -> Row:
+    """One cluster's state row; ``link`` None: it could not be opened (``why``)."""
+    status = link.status if link is not None else None
+    snap = link.snapshot if link is not None else None
+    if link is None:
+        state = "NOT OPENED"
+    elif status is not None and status.stale:
+        state = "STALE"
+    elif status is not None and status.paused:
+        state = "paused"
+    else:
+        state = "ok" if snap is not None else "waiting"
+    age = status.age() if status is not None else None
+    source = clean(why, 120)
+    if snap is not None:
+        source = clean(snap.source, 80) + (f" slurm {clean(snap.slurm_version, 12)}" if snap.slurm_version else "")
+    nodes, down, suspects = counts or (None, None, None)
+    cells = (("▸ " if current else "  ") + clean(name, 40), state, "—" if age is None else duration(age) or "0s",
+             source, *("" if v is None else str(v) for v in (nodes, down, suspects)))
+    style = "bad" if state in ("STALE", "NOT OPENED") else ""
+    return Row(name, cells, (name, state, age, source, nodes, down, suspects), style)
+
+
+class FleetPulse(Vertical):
+    DEFAULT_CSS = """
+    FleetPulse { height: 1fr; }
+    FleetPulse > .pulse-title { height: 1; text-style: bold; color: $text; background: $boost; }
+    FleetPulse > #fleet-clusters { height: 2; }
+    FleetPulse > VTable { height: 1fr; }
+    """
+
+    def __init__(self, fleet: Any, clock: Any, width: int = 40, *, silent_after: float = 600.0, **kw: Any) -> None:
+        """``fleet``: the App's clusters (cockpit/tui/clusters.py), read on each refresh."""
+        super().__init__(**kw)
+        self.fleet, self.clock, self.silent_after = fleet, clock, silent_after
+        self.clusters = VTable(CLUSTER_COLUMNS, clock=clock, cap=width, scroll_room=0, id="fleet-clusters")
+        self.banners = [StaleBanner(classes="fleet-banner") for _ in fleet.links]
+        self.suspects = VTable(FLEET_SUSPECT_COLUMNS, clock=clock, cap=width, target_kind="job", scroll_room=0,
+                               id="fleet-suspects")
+        self.bad = VTable(FLEET_NODE_COLUMNS, clock=clock, cap=width, target_kind="node", scroll_room=0,
+                          id="fleet-nodes")
+        self._seen: tuple = ()
+        self._counts: dict[str, tuple[int, int, int]] = {}
+
+    def compose(self):
+        yield Static("CLUSTERS  (Enter: show it in the views)", classes="pulse-title")
+        yield self.clusters
+        yield from self.banners
+        yield Static("SUSPECT JOBS, EVERY CLUSTER", classes="pulse-title")
+        yield self.suspects
+        yield Static("DRAINED / DOWN NODES, EVERY CLUSTER", classes="pulse-title")
+        yield self.bad
+
+    def refresh_fleet(self) -> None:
+        """Redraw the state rows and banners; recompute the tables when a snapshot changed."""
+        fleet = self.fleet
+        self._state_rows()
+        for banner, (name, link) in zip(self.banners, fleet.links.items()):
+            banner.show(link.status, name)  # this cluster's outage, named: the others keep their rows fresh
+        seen = tuple(id(link.snapshot) for link in fleet.links.values())
+        if seen != self._seen:
+            self._seen = seen
+            self._recompute()
+
+    def _state_rows(self) -> None:
+        fleet = self.fleet
+        rows = [cluster_row(name, link, self._counts.get(name), link is fleet.current)
+                for name, link in fleet.links.items()]
+        rows += [cluster_row(name, None, None, False, why) for name, why in fleet.unopened.items()]
+        self.clusters.set_data(build_table(rows, None, None, False))
+        height = len(rows) + 1  # every cluster's row, and the header: never a scrolled list
+        if self.clusters.styles.height is None or self.clusters.styles.height.value != height:
+            self.clusters.styles.height = height
+
+    def _inputs(self) -> list[ClusterInput]:
+        fleet = self.fleet
+        return [ClusterInput(name, link.snapshot, link.tracker.usual,
+                             fleet.outputs if link is fleet.first else {}, link.telemetry)
+                for name, link in fleet.links.items()]
+
+    @work(exclusive=True, group="fleet-pulse")
+    async def _recompute(self) -> None:
+        data = await asyncio.to_thread(compute_fleet, self._inputs(), self.clock(), silent_after=self.silent_after)
+        self._counts = dict(data.counts)
+        self.suspects.set_data(data.suspects)
+        self.bad.set_data(data.bad_nodes)
+        self._state_rows()
