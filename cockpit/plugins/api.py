@@ -7,8 +7,9 @@ A plugin is an object exposed through the ``cockpit.plugins`` entry-point group
   each returning a :class:`CheckResult` whose severity maps to the
   monitoring-plugin exit codes 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN;
 * **screens** (name -> ``"pkg.module:Class"``, imported only when opened),
-  palette **commands** (title -> screen or check) and app-wide **keys**
-  (:class:`KeySpec`): declarations the TUI registers when it loads the entry
+  palette **commands** (title -> screen, check or opener), app-wide **keys**
+  (:class:`KeySpec`) and **openers** (:class:`OpenerSpec`: what the selection must
+  hold, a form, the check it runs, the screen shown): declarations the TUI registers when it loads the entry
   point, so headless paths never import Textual;
 * **config keys** under ``[plugins.NAME]`` (:class:`ConfigKey`), so config
   validation can name a bad key.
@@ -80,6 +81,7 @@ from cockpit.hostlist import collapse, expand
 from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, Topology
 from cockpit.models.actions import IB_SYSFS_DUMP, ProbeOutput
 from cockpit.paths import config_home, data_home
+from cockpit.plugins.specs import FACTS_NAMESPACE, Choice, FormField, FormSpec, OpenerSpec, OpenRefused, OpenRequest
 from cockpit.runner import CommandResult
 from cockpit.telemetry.nvsmi import GpuTelemetry, parse_query_gpu, query_argv
 
@@ -346,7 +348,8 @@ class KeySpec:
     id: str  # stable id, so a keymap can rebind it ("plugin.layout")
     description: str  # the footer's word
     help: str  # the line in the keys screen
-    opener: str  # the TUI opener the key runs ("layout", "why")
+    opener: str  # what the key opens: one of the plugin's openers (OpenerSpec), screens or checks
+    footer: bool = False  # shown in the footer (80 columns hold one plugin key; ``?`` lists all)
 
 
 @dataclass(frozen=True)
@@ -355,14 +358,17 @@ class Plugin:
     description: str
     checks: tuple[Any, ...] = ()  # Check objects
     screens: Mapping[str, str] = field(default_factory=dict)  # name -> "module:Class"
-    commands: Mapping[str, str] = field(default_factory=dict)  # palette title -> screen/check
+    commands: Mapping[str, str] = field(default_factory=dict)  # palette title -> screen/check/opener
     config: Mapping[str, ConfigKey] = field(default_factory=dict)
     # Actions the plugin can perform; listed so read-only mode can refuse them by name.
     actions: tuple[str, ...] = ()
     keys: tuple[KeySpec, ...] = ()
+    # What its keys, palette entries and ``:`` commands open (cockpit/plugins/specs.py).
+    openers: tuple[OpenerSpec, ...] = ()
 
 
 __all__ = [
+    "FACTS_NAMESPACE", "Choice", "FormField", "FormSpec", "OpenerSpec", "OpenRefused", "OpenRequest",
     "ACTION_NAMES", "NOT_APPLICABLE", "VERDICT_ORDER", "ActionGate", "ActionSpec", "BackendError", "Check", "CheckContext", "CheckResult", "ClusterReader",
     "ClusterSnapshot", "CockpitError", "CommandFailed", "CommandResult", "CommandTimeout",
     "ConfigError", "ConfigKey", "ConfirmationNeeded", "Declined", "Finding", "GpuTelemetry", "Job",

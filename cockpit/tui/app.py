@@ -146,7 +146,7 @@ class CockpitApp(App):
         for cls in (CockpitApp, MainScreen, VTable, DetailScreen):  # the keys a plugin key may not take
             for b in Binding.make_bindings(cls.BINDINGS):
                 taken[normalize_key(b.key)] = f"cockpit's {b.description or b.action!r}"
-        bindings = self.plugins.register_keys(taken, self.openers.key_openers)
+        bindings = self.plugins.register_keys(taken)
         if bindings:
             self._bindings = BindingsMap.merge([self._bindings, BindingsMap(bindings)])
 
@@ -291,12 +291,12 @@ class CockpitApp(App):
         if self.live_telemetry is not None:
             self.poller.ask(TELEMETRY, (message.node,))
 
-    def on_runbook_screen_finished(self, message: Any) -> None:
-        self.on_runbook_screen_facts(message)
+    def on_plugin_finished(self, message: Any) -> None:
+        self.on_plugin_facts(message)
 
-    def on_runbook_screen_facts(self, message: Any) -> None:
-        """The runbook screen (a plugin's) reports what its run found: the hung-job
-        runbook's straggler, shown first among the job's nodes in its detail."""
+    def on_plugin_facts(self, message: Any) -> None:
+        """A plugin screen reports what it found (FACTS_NAMESPACE in the plugin API): the
+        hung-job runbook's straggler, shown first among the job's nodes in its detail."""
         facts = getattr(message, "facts", None) or {}
         job = getattr(message, "job_id", None)
         if job and facts.get("straggler_node"):

@@ -3,15 +3,15 @@ declared in ``CockpitApp.COMMANDS``) and the ``:`` commands of the command line.
 
 ``:`` commands are declarations (:class:`ColonCommand` in :data:`COLON_COMMANDS`):
 a name and its aliases, what it opens, and what Tab completes after it (a job
-id, a node name, a runbook). The palette lists the same declarations under the
+id, a node name, one of a plugin opener's choices). The palette lists the same declarations under the
 same names ("View: nodes  :nodes"), so every view and screen the palette opens
 has a ``:`` name, and a new screen or command is one more declaration. Plugins'
 screens get ``:NAME`` from their own declarations.
 
 Every entry is built from declarations when the palette opens: the views, the
 poller, every catalogued action, following output and processes, telemetry,
-and what the loaded plugins declare (their commands, screens and checks, the
-layout plan form and every runbook).
+and what the loaded plugins declare (their commands, screens, checks, keys and
+openers, one entry per choice an opener lists).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class PaletteCommand:
 @dataclass(frozen=True)
 class ColonCommand:
     """One ``:`` command. ``run(app, arg)``; ``arg``: what Tab completes after the name
-    ("job", "node", "runbook", "cluster" or "" for nothing); ``title``: its palette entry
+    ("job", "node", "cluster", "choice" (its ``words``) or "" for nothing); ``title``: its palette entry
     ('' when the palette lists it otherwise, or not at all)."""
 
     names: tuple[str, ...]  # the first is the name shown; the rest are aliases
@@ -48,6 +48,7 @@ class ColonCommand:
     help: str
     title: str = ""
     arg: str = ""
+    words: Callable[[Any], list[str]] | None = None  # what Tab completes, when ``arg`` is no kind of its own
 
     @property
     def name(self) -> str:
@@ -79,28 +80,6 @@ def _accounting(name: str) -> Callable[[Any, str], Any]:
         opener = getattr(accounting, name)
         opener(app, arg) if arg and name in ("open_history", "open_utilization") else opener(app)
     return run
-
-
-VALIDATION = "node-validate"  # the runbook a drained node passes before the resume is offered
-
-
-def _validate(app: Any, arg: str) -> None:
-    """Validate a drained node (the selection, or NAME): its health runbook, then the
-    resume, confirmed, only if every finding is OK (NVSentinel #1427, soperator #1317)."""
-    from cockpit.tui.selection import current_targets
-
-    kind, targets = current_targets(app)
-    node = arg or (targets[0] if kind == "node" and targets else "")
-    snap = app.snapshot
-    known = next((n for n in snap.nodes if n.name == node), None) if snap is not None else None
-    if not node or known is None:
-        app.notify(f"validate: name a node (:validate NAME) or select one{f'; no node {node!r}' if node else ''}",
-                   severity="warning")
-        return
-    if not known.is_unavailable:
-        app.notify(f"{node} is {known.display_state}, not drained or down: nothing to resume", severity="warning")
-        return
-    app.openers.runbook(VALIDATION, "node", node, mode="validate")
 
 
 def _cluster(app: Any, arg: str) -> None:
@@ -156,8 +135,6 @@ COLON_COMMANDS: tuple[ColonCommand, ...] = (
                  "Job: follow output"),
     ColonCommand(("describe", "show"), _app("action_describe"), "scontrol show job/node of the selection, as text (d)",
                  "Describe: what Slurm says (d)"),
-    ColonCommand(("validate", "burnin"), _validate, "Validate a drained node (health runbook); the resume is "
-                 "offered, confirmed, only if all is OK: :validate NODE", "Node: validate, then resume", arg="node"),
     ColonCommand(("cluster", "ctx", "context"), _cluster, "Show another cluster in the views: :cluster NAME "
                  "(Tab completes); alone: every cluster (c)", arg="cluster"),
     ColonCommand(("fleet", "clusters"), _app("action_clusters"), "Every cluster: its state and age, its suspects and "
@@ -177,14 +154,15 @@ COLON_COMMANDS: tuple[ColonCommand, ...] = (
 
 
 def colon_commands(app: CockpitApp) -> list[ColonCommand]:
-    """cockpit's ``:`` commands, then the plugins': ``:runbook NAME`` and ``:SCREEN``."""
+    """cockpit's ``:`` commands, then the plugins': their openers' (``:runbook NAME``) and ``:SCREEN``."""
     out = list(COLON_COMMANDS)
     taken = {n for c in out for n in c.names}
-    if app.openers.runbooks():
-        out.append(ColonCommand(("runbook", "rb"), lambda a, arg: a.openers.runbook(arg) if arg else a.openers.why(),
-                                "A runbook for the selection: :runbook NAME (Tab completes); alone: why is this stuck?",
-                                arg="runbook"))
-        taken |= {"runbook", "rb"}
+    for plugin in app.plugins.plugins.values():
+        for spec in app.plugins.openers(plugin).values():
+            names = tuple(n for n in spec.colon if n not in taken)
+            if names and (spec.colon_arg != "choice" or app.openers.choices(plugin, spec)):
+                taken |= set(names)
+                out.append(_opener_colon(plugin, spec, names))
     for plugin in app.plugins.plugins.values():
         for name in app.plugins.screens(plugin):
             if name not in taken:
@@ -192,6 +170,17 @@ def colon_commands(app: CockpitApp) -> list[ColonCommand]:
                 out.append(ColonCommand((name,), lambda a, _arg, p=plugin, n=name: a.openers.open_target(p, n),
                                         f"Open the {name} screen [plugin {plugin.name}]"))
     return out
+
+
+def _opener_colon(plugin: Any, spec: Any, names: tuple[str, ...]) -> ColonCommand:
+    """A plugin opener's ``:`` command: its argument a choice (``:runbook NAME``), a node or a job."""
+    if spec.colon_arg == "choice":
+        def run(a: Any, arg: str) -> None:
+            a.openers.open(plugin, spec, choice=arg)
+
+        return ColonCommand(names, run, spec.help, arg="choice",
+                            words=lambda a: [c.name for c in a.openers.choices(plugin, spec)])
+    return ColonCommand(names, lambda a, arg: a.openers.open(plugin, spec, arg=arg), spec.help, arg=spec.colon_arg)
 
 
 def find_colon(app: CockpitApp, word: str) -> ColonCommand | None:
@@ -212,14 +201,12 @@ def run_colon(app: CockpitApp, text: str) -> str:
 
 
 def arg_words(app: CockpitApp, kind: str) -> list[str]:
-    """What Tab may complete after a command: job ids, node names, runbooks, views."""
+    """What Tab may complete after a command: job ids, node names (a plugin's choices: its ``words``)."""
     snap = app.snapshot
     if kind == "job":
         return [str(j.job_id) for j in snap.jobs] if snap is not None else []
     if kind == "node":
         return [n.name for n in snap.nodes] if snap is not None else []
-    if kind == "runbook":
-        return [b.name for b in app.openers.runbooks()]
     if kind == "cluster":
         return app.fleet.names()
     return []
@@ -236,7 +223,7 @@ def completions(app: CockpitApp, text: str) -> list[str]:
     if cmd is None or not cmd.arg:
         return []
     return [f"{cmd.name if word.lower() not in cmd.names else word} {w}"
-            for w in sorted(set(arg_words(app, cmd.arg))) if w.startswith(arg.strip())]
+            for w in sorted(set(cmd.words(app) if cmd.words else arg_words(app, cmd.arg))) if w.startswith(arg.strip())]
 
 
 def palette_entry(app: CockpitApp, cmd: ColonCommand) -> PaletteCommand:
@@ -288,13 +275,21 @@ def plugin_commands(app: CockpitApp) -> list[PaletteCommand]:
         for entry in (k for k in app.plugins.keys.values() if k.plugin is plugin):
             out.append(PaletteCommand(f"{entry.spec.description} ({entry.spec.key})", f"{entry.spec.help} {tag}",
                                       lambda i=entry.spec.id: openers.key(i)))
-    if app.plugins.get("layout") is not None:
-        out.append(PaletteCommand("Layout: plan (nodes + TP/PP/DP)",
-                                  "Validate a planned layout before submitting [plugin layout]", openers.layout_plan))
-    for book in openers.runbooks():
-        out.append(PaletteCommand(f"Runbook: {book.title} ({book.name})",
-                                  f"Run it for the selected {book.target} [plugin runbooks]",
-                                  lambda n=book.name: openers.runbook(n)))
+        out += opener_commands(app, plugin, tag)
+    return out
+
+
+def opener_commands(app: CockpitApp, plugin: Any, tag: str) -> list[PaletteCommand]:
+    """A plugin's openers with a palette title, then one entry per choice (each runbook)."""
+    out: list[PaletteCommand] = []
+    openers = app.openers
+    for spec in app.plugins.openers(plugin).values():
+        if spec.title:
+            colon = f"  (:{spec.colon[0]})" if spec.colon else ""
+            out.append(PaletteCommand(spec.title, f"{spec.help}{colon} {tag}",
+                                      lambda s=spec: openers.open(plugin, s)))
+        out += [PaletteCommand(c.title, f"{c.help} {tag}", lambda s=spec, n=c.name: openers.open(plugin, s, choice=n))
+                for c in openers.choices(plugin, spec)]
     return out
 
 

@@ -1,49 +1,33 @@
-"""Opening plugin screens and running plugin checks from the TUI.
+"""Opening what plugins declare, from the TUI: their openers, screens and checks.
 
-The App owns one :class:`PluginOpeners`; its keys (the plugins' KeySpecs) and
-its palette entries call it. Openers a KeySpec may name:
+The App owns one :class:`PluginOpeners`; plugin keys (KeySpec), palette entries and
+``:`` commands call it with the plugin and the name it declares. Nothing here names
+a plugin: an opener's :class:`~cockpit.plugins.api.OpenerSpec` says what the
+selection must hold, the form to fill first (its fields and defaults, the plugin's
+prefill for a job: PP 4 where the job's launch line says so), the check the values
+run as flags, and the screen that shows the result, or the plugin's ``build``
+function that makes the screen (a runbook for the selection).
 
-* ``layout``: the layout of the selected job: a TP/PP/DP form (prefilled from the
-  job's own launch line by the layout plugin, else TP = the job's GPUs per node,
-  PP = 1, DP inferred), then ``cockpit check layout
-  --job ID`` and the layout plugin's picture (a plan form when no job is selected,
-  from the palette);
-* ``why``: "why is this stuck?": the hung-job runbook for a job, the gpu-xid
-  runbook for a node (or a GPU row's node), and for a pending job why it waits
-  (cockpit/tui/screens/whypending.py). Runbooks start in propose mode; the
-  runbook screen's own ``x`` runs them again doing the proposed actions, each one
-  confirmed through the gate (read-only refuses, audited);
-* ``nccl``: the NCCL screen on the selected nodes;
-* any of the plugin's own screens (constructed with its CheckContext) or checks.
-
-Nothing here imports a plugin's screen until it is opened; a broken one is a
+Nothing imports a plugin's screen until it is opened; a broken one is a
 notification naming the plugin.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cockpit.text import clean
 from cockpit.errors import CockpitError, UsageError
 from cockpit.hostlist import collapse
-from cockpit.models import Job
-from cockpit.plugins.api import CheckContext, Plugin
+from cockpit.models import Job, Node
+from cockpit.plugins.api import CheckContext, Choice, OpenerSpec, OpenRefused, OpenRequest, Plugin
 from cockpit.tui.plugin_support import check_args, import_object, plugin_context
-from cockpit.tui.screens.plugin_forms import CheckResultView, LayoutForm
+from cockpit.tui.screens.plugin_forms import CheckResultView, PluginForm, form_title
 from cockpit.tui.selection import current_targets, selected_job
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
-
-JOB_RUNBOOK, NODE_RUNBOOK = "hung-job", "gpu-xid"
-
-
-def infer_parallel(job: Job) -> dict[str, Any]:
-    """Form defaults: TP = the job's GPUs per node (a TP group inside a node), PP = 1, DP inferred."""
-    gpn = max((g.count for g in job.gpus), default=0) or (job.gpus_per_node or 0)
-    return {"tp": gpn or "", "pp": 1, "dp": ""}
 
 
 def _flags(values: Mapping[str, str]) -> list[str]:
@@ -53,26 +37,38 @@ def _flags(values: Mapping[str, str]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Selection:
+    """What an opener runs for: the selection's kind and targets, and its Job or Node."""
+
+    kind: str
+    targets: tuple[str, ...]
+    job: Job | None = None
+    node: Node | None = None
+
+    @property
+    def nodes(self) -> str:
+        """The selected nodes as one hostlist ("" when the selection is not nodes)."""
+        return collapse(list(self.targets)) if self.kind == "node" and self.targets else ""
+
+    def meets(self, needs: str) -> bool:
+        if needs == "job":
+            return self.job is not None
+        if needs == "node":
+            return self.kind == "node" and bool(self.targets)
+        if needs == "job-or-node":
+            return self.kind in ("job", "node") and bool(self.targets)
+        return True
+
+
 class PluginOpeners:
     """Opens plugin screens for what is under the cursor; every failure is a notification."""
 
     def __init__(self, app: CockpitApp) -> None:
         self.app = app
-        self._runbooks: list[Any] | None = None
-        # The openers a plugin's KeySpec may name (besides its own screens and checks).
-        self.key_openers: dict[str, Callable[[], None]] = {"layout": self.job_layout, "why": self.why,
-                                                           "nccl": self.nccl}
-        # Bundled screens that need more than a CheckContext: a form, a runbook, the selection.
-        self.screen_openers: dict[tuple[str, str], Callable[[], None]] = {
-            ("layout", "layout"): self.layout_command, ("runbooks", "runbook"): self.why, ("nccl", "nccl"): self.nccl}
+        self._choices: dict[tuple[str, str], tuple[Choice, ...]] = {}
 
     # ------------------------------------------------------------ lookups
-    def plugin(self, name: str) -> Plugin | None:
-        plugin = self.app.plugins.get(name)
-        if plugin is None:
-            self.app.notify(f"the {name} plugin is not loaded (see `cockpit check` for why)", severity="warning")
-        return plugin
-
     def context(self, plugin: Plugin, progress: Callable[[str], None] | None = None) -> CheckContext | None:
         try:
             return plugin_context(self.app, plugin, progress)
@@ -92,23 +88,41 @@ class PluginOpeners:
             return None
 
     def push(self, plugin: Plugin, make: Callable[[], Any]) -> None:
-        """Push the screen ``make()`` builds; a plugin's constructor bug is a notification."""
+        """Push the screen ``make()`` builds; a plugin's refusal is a warning, its bug an error."""
         try:
             screen = make()
+        except OpenRefused as exc:
+            self.app.notify(str(exc), severity="warning")
+            return
+        except CockpitError as exc:
+            self.app.notify(str(exc), severity="error")
+            return
         except Exception as exc:  # noqa: BLE001 - a plugin's bug is reported, not raised
             self.app.notify(f"plugin {plugin.name!r}: screen failed: {type(exc).__name__}: {exc}", severity="error")
             return
         self.app.push_screen(screen)
 
-    # ------------------------------------------------------------ keys and palette
-    def open_target(self, plugin: Plugin, target: str) -> None:
-        """A palette command's target: one of the plugin's screens or checks."""
-        if target in self.app.plugins.screens(plugin):
-            opener = self.screen_openers.get((plugin.name, target))
-            if opener is not None:
-                opener()
-            else:
-                self.plugin_screen(plugin, target)
+    def choices(self, plugin: Plugin, spec: OpenerSpec) -> tuple[Choice, ...]:
+        """The opener's choices (its runbooks), read once; none (and a notification) when they fail."""
+        key = (plugin.name, spec.name)
+        if key not in self._choices:
+            self._choices[key] = ()
+            try:
+                self._choices[key] = tuple(import_object(spec.choices, plugin.name)()) if spec.choices else ()
+            except Exception as exc:  # noqa: BLE001 - a plugin's bug is a notification, not a crash
+                why = str(exc) if isinstance(exc, CockpitError) else f"{type(exc).__name__}: {exc}"
+                self.app.notify(f"plugin {plugin.name!r}: cannot list what {spec.name!r} opens: {why}",
+                                severity="error", timeout=15)
+        return self._choices[key]
+
+    # ------------------------------------------------------------ keys, palette, : commands
+    def open_target(self, plugin: Plugin, target: str, choice: str = "", arg: str = "") -> None:
+        """What a key, palette command or ``:`` command names: an opener, a screen or a check."""
+        spec = self.app.plugins.opener(plugin, target)
+        if spec is not None:
+            self.open(plugin, spec, choice, arg)
+        elif target in self.app.plugins.screens(plugin):
+            self.plugin_screen(plugin, target)
         elif (check := next((c for c in plugin.checks if c.name == target), None)) is not None:
             self.run_check(plugin, check)
         else:
@@ -120,166 +134,130 @@ class PluginOpeners:
         if entry is None:
             self.app.notify(f"no plugin key {key_id!r}", severity="error")
             return
-        opener = self.key_openers.get(entry.spec.opener)
-        if opener is not None:
-            opener()
-        else:
-            self.open_target(entry.plugin, entry.spec.opener)
+        self.open_target(entry.plugin, entry.spec.opener)
 
-    # ------------------------------------------------------------ layout
-    def layout_command(self) -> None:
-        """The selected job's layout, or a plan form when no job is selected."""
-        if selected_job(self.app) is not None:
-            self.job_layout()
+    # ------------------------------------------------------------ one opener
+    def selection(self, spec: OpenerSpec, arg: str = "") -> Selection:
+        """The selection (or the node or job a ``:`` command names), with its Job or Node."""
+        if spec.colon_arg in ("node", "job") and arg:
+            kind, targets = spec.colon_arg, (arg,)
         else:
-            self.layout_plan()
+            kind, targets = current_targets(self.app)
+        snap = self.app.snapshot
+        job = node = None
+        if snap is not None and targets:
+            if kind == "job":
+                job = next((j for j in snap.jobs if str(j.job_id) == targets[0]), None)
+            elif kind == "node":
+                node = next((n for n in snap.nodes if n.name == targets[0]), None)
+        if spec.needs == "job" and not arg:  # a GPU row stands for the job that holds it
+            job = selected_job(self.app)
+        return Selection(kind, tuple(targets), job, node)
 
-    def job_layout(self) -> None:
-        job = selected_job(self.app)
-        if job is None:
-            self.app.notify("select a job (jobs view, a job's detail or a GPU it holds) to validate its layout",
-                            severity="warning")
+    def missing(self, spec: OpenerSpec, sel: Selection, arg: str) -> str:
+        """Why the selection does not suit the opener ('' when it does)."""
+        if spec.colon_arg in ("node", "job") and spec.colon:
+            known = sel.job if spec.colon_arg == "job" else sel.node
+            if known is None or not sel.meets(spec.needs):
+                return (f"{spec.colon[0]}: name a {spec.colon_arg} (:{spec.colon[0]} NAME) or select one"
+                        f"{f'; no {spec.colon_arg} {arg!r}' if arg else ''}")
+            return ""
+        if sel.meets(spec.needs):
+            return ""
+        return spec.missing or f"select a {spec.needs.replace('-or-', ' or a ')} first"
+
+    def open(self, plugin: Plugin, spec: OpenerSpec, choice: str = "", arg: str = "") -> None:
+        """Open ``spec`` for the selection: check what it needs, then its form, check and screen."""
+        sel = self.selection(spec, arg)
+        if not choice and spec.pending_job and sel.job is not None and sel.job.state == "PENDING":
+            from cockpit.tui.screens.whypending import WhyPendingScreen
+
+            self.app.push_screen(WhyPendingScreen(sel.job))
             return
-        plugin = self.plugin("layout")
-        if plugin is None:
+        why = "" if choice else self.missing(spec, sel, arg)
+        if why and spec.otherwise and self.app.plugins.opener(plugin, spec.otherwise) is not None:
+            self.open_target(plugin, spec.otherwise)
             return
-        title = f"Layout of job {job.display_id} {clean(job.name, 40)} ({len(job.nodes) or job.node_count} nodes)"
+        if why:
+            self.app.notify(why, severity="warning")
+            return
+        choice = choice or spec.by_kind.get(sel.kind, "")
+        if spec.form is None:
+            self.finish(plugin, spec, sel, choice, {})
+            return
 
         def chosen(values: dict[str, str] | None) -> None:
             if values is not None:
-                self.run_layout(plugin, ["--job", str(job.job_id), *_flags(values)])
+                self.finish(plugin, spec, sel, choice, values)
 
         async def open_form() -> None:
-            self.app.push_screen(LayoutForm(title, await self.layout_prefill(plugin, job)), callback=chosen)
+            form = spec.form
+            defaults = {f.name: sel.nodes if f.selected_nodes else f.default for f in form.fields}
+            if sel.job is not None and form.prefill:
+                defaults.update(await self.prefill(plugin, form.prefill, sel.job))
+            self.app.push_screen(PluginForm(form_title(form.title, sel.job), form.fields, defaults, form.submit),
+                                 callback=chosen)
 
-        self.app.run_worker(open_form(), name="layout-prefill", group="plugin-layout", exclusive=True)
+        self.app.run_worker(open_form(), name=f"{spec.name}-prefill", group=f"plugin-{plugin.name}", exclusive=True)
 
-    async def layout_prefill(self, plugin: Plugin, job: Job) -> dict[str, Any]:
-        """The form's sizes from the job's own launch line (the layout plugin reads its
-        batch script: PP 4 where the argv says so), else infer_parallel's."""
-        check = next((c for c in plugin.checks if c.name == "layout"), None)
+    async def prefill(self, plugin: Plugin, path: str, job: Job) -> dict[str, Any]:
+        """The plugin's starting values for a job's form; {} (the fields' defaults) when it fails."""
         ctx = self.context(plugin)
-        if check is None or ctx is None or not hasattr(check, "prefill"):
-            return infer_parallel(job)
+        if ctx is None:
+            return {}
         try:
-            return await check.prefill(ctx, job)
+            return dict(await import_object(path, plugin.name)(ctx, job))
         except CockpitError:
-            return infer_parallel(job)
+            return {}
 
-    def layout_plan(self) -> None:
-        plugin = self.plugin("layout")
-        if plugin is None:
+    def finish(self, plugin: Plugin, spec: OpenerSpec, sel: Selection, choice: str, values: dict[str, str]) -> None:
+        """Run the opener's check (in a worker) when it has one, then show its screen."""
+        if not spec.check:
+            self.show(plugin, spec, sel, choice, values, None)
             return
-        kind, targets = current_targets(self.app)
-        nodes = collapse(list(targets)) if kind == "node" and targets else ""
+        argv = [*(["--job", str(sel.job.job_id)] if sel.job is not None and spec.needs == "job" else []),
+                *_flags(values)]
+        self.app.run_worker(self._checked(plugin, spec, sel, choice, values, argv), name=f"{spec.name}-check",
+                            group=f"plugin-{plugin.name}", exclusive=True)
 
-        def chosen(values: dict[str, str] | None) -> None:
-            if values is not None:
-                self.run_layout(plugin, _flags(values))
-
-        self.app.push_screen(LayoutForm("Plan a layout: nodes and TP/PP/DP", {"nodes": nodes, "pp": 1}, plan=True),
-                             callback=chosen)
-
-    def run_layout(self, plugin: Plugin, argv: list[str]) -> None:
-        """Run the layout check in a worker, then show the plugin's layout screen."""
-        self.app.run_worker(self._layout(plugin, argv), name="layout-check", group="plugin-layout", exclusive=True)
-
-    async def _layout(self, plugin: Plugin, argv: list[str]) -> None:
-        check = next((c for c in plugin.checks if c.name == "layout"), None)
+    async def _checked(self, plugin: Plugin, spec: OpenerSpec, sel: Selection, choice: str,
+                       values: dict[str, str], argv: list[str]) -> None:
+        check = next((c for c in plugin.checks if c.name == spec.check), None)
         ctx = self.context(plugin)
         if check is None or ctx is None:
             return
         try:
             result = await check.run(ctx, check_args(check, argv))
         except CockpitError as exc:
-            self.app.notify(f"layout: {exc}", severity="error", timeout=10)
+            self.app.notify(f"{check.name}: {exc}", severity="error", timeout=10)
             return
-        cls = self.screen_class(plugin, "layout")
-        if cls is not None:
-            self.push(plugin, lambda: cls(result))
+        self.show(plugin, spec, sel, choice, values, result)
 
-    # ------------------------------------------------------------ runbooks
-    def runbooks(self) -> list[Any]:
-        """The runbooks plugin's runbooks (bundled and site), read once."""
-        if self._runbooks is None:
-            self._runbooks = []
-            if self.app.plugins.get("runbooks") is not None:
-                loaded = self.load_runbooks()
-                self._runbooks = sorted(loaded[0].values(), key=lambda b: b.name) if loaded else []
-        return self._runbooks
-
-    def load_runbooks(self) -> tuple[dict[str, Any], list[Any]] | None:
-        """(runbooks by name, load problems) from the runbooks plugin; None (and a
-        notification naming the plugin) when it fails."""
-        try:
-            return import_object("cockpit_runbooks:load_runbooks", "runbooks")()
-        except Exception as exc:  # noqa: BLE001 - a plugin's bug is a notification, not a crash
-            why = str(exc) if isinstance(exc, CockpitError) else f"{type(exc).__name__}: {exc}"
-            self.app.notify(f"plugin 'runbooks': cannot load runbooks: {why}", severity="error", timeout=15)
-            return None
-
-    def why(self) -> None:
-        """A pending job: why it waits; a running job: the hung-job runbook; a node: gpu-xid."""
-        kind, targets = current_targets(self.app)
-        if not targets:
-            self.app.notify("select a job or a node first", severity="warning")
+    def show(self, plugin: Plugin, spec: OpenerSpec, sel: Selection, choice: str, values: dict[str, str],
+             result: Any) -> None:
+        """The opener's screen: the plugin's ``build`` of the request, else its screen class."""
+        ctx = self.context(plugin)
+        if ctx is None:
             return
-        if kind == "job":
-            job = self.job(targets[0])
-            if job is not None and job.state == "PENDING":
-                from cockpit.tui.screens.whypending import WhyPendingScreen
-
-                self.app.push_screen(WhyPendingScreen(job))
+        if spec.build:
+            try:
+                build = import_object(spec.build, plugin.name)
+            except UsageError as exc:
+                self.app.notify(str(exc), severity="error", timeout=15)
                 return
-        self.runbook(JOB_RUNBOOK if kind == "job" else NODE_RUNBOOK, kind, targets[0])
+            request = OpenRequest(ctx, sel.kind, sel.targets, sel.job, sel.node, choice, spec.mode, result, values,
+                                  warn=lambda msg: self.app.notify(msg, severity="warning", timeout=10))
+            self.push(plugin, lambda: build(request))
+            return
+        cls = self.screen_class(plugin, spec.screen)
+        if cls is None:
+            return
+        if spec.check:
+            self.push(plugin, lambda: cls(result))
+        else:
+            self.push(plugin, lambda: cls(ctx, nodes=sel.nodes) if spec.with_nodes else cls(ctx))
 
-    def job(self, ident: str) -> Job | None:
-        snap = self.app.snapshot
-        return next((j for j in snap.jobs if str(j.job_id) == ident), None) if snap is not None else None
-
-    def runbook(self, name: str, kind: str | None = None, target: str | None = None, mode: str = "propose") -> None:
-        """The runbook screen for ``name`` on a job or node (the selection when not given);
-        ``mode`` "validate": a node's validation, the resume offered only if all is OK."""
-        plugin = self.plugin("runbooks")
-        if plugin is None:
-            return
-        loaded = self.load_runbooks()
-        if loaded is None:
-            return
-        books, problems = loaded
-        for pr in problems:
-            self.app.notify(f"runbook {pr}", severity="warning", timeout=10)
-        book = books.get(name)
-        if book is None:
-            self.app.notify(f"no runbook {name!r} (known: {', '.join(sorted(books))})", severity="error")
-            return
-        if target is None:
-            kind, targets = current_targets(self.app)
-            target = targets[0] if targets else None
-        if target is None or kind != book.target:
-            self.app.notify(f"runbook {name} needs a {book.target}: select one first", severity="warning")
-            return
-        ctx = self.context(plugin)
-        cls = self.screen_class(plugin, "runbook")
-        if ctx is None or cls is None:
-            return
-        run_context = import_object("cockpit_runbooks.context:RunContext", plugin.name)
-        rc = run_context(ctx, job_id=target) if kind == "job" else run_context(ctx, node=target)
-        self.push(plugin, lambda: cls(book, rc, mode))
-
-    # ------------------------------------------------------------ NCCL and the rest
-    def nccl(self) -> None:
-        plugin = self.plugin("nccl")
-        if plugin is None:
-            return
-        ctx = self.context(plugin)
-        cls = self.screen_class(plugin, "nccl")
-        if ctx is None or cls is None:
-            return
-        kind, targets = current_targets(self.app)
-        nodes = collapse(list(targets)) if kind == "node" and targets else ""
-        self.push(plugin, lambda: cls(ctx, nodes=nodes))
-
+    # ------------------------------------------------------------ screens and checks
     def plugin_screen(self, plugin: Plugin, name: str) -> None:
         """A plugin's screen, constructed with its CheckContext."""
         ctx = self.context(plugin)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,8 @@ from textual.binding import Binding
 
 from cockpit.core.actions import Plan
 from cockpit.errors import UsageError
-from cockpit.plugins.api import CheckContext, KeySpec, Plugin
+from cockpit.plugins.api import CheckContext, KeySpec, OpenerSpec, Plugin
+from cockpit.plugins.specs import spec_problem
 
 if TYPE_CHECKING:
     from cockpit.plugins.loader import LoadedPlugins
@@ -54,9 +55,6 @@ def dialog_confirm(app: CockpitApp) -> Callable[[Plan], Any]:
     return confirm
 
 
-FOOTER_OPENERS = frozenset({"why"})
-
-
 @dataclass(frozen=True)
 class PluginKey:
     """A plugin's declared key, accepted: its spec and the plugin it belongs to."""
@@ -67,9 +65,9 @@ class PluginKey:
     def binding(self) -> Binding:
         """One Binding per key spec, all dispatched by the App's ``plugin_key`` action;
         the spec's id lets a keymap rebind it like cockpit's own keys. The footer shows
-        the "why is this stuck?" key only (80 columns hold no more); ``?`` lists all."""
+        the keys whose spec asks for it (80 columns hold one); ``?`` lists all."""
         return Binding(self.spec.key, f"plugin_key({self.spec.id!r})", self.spec.description, id=self.spec.id,
-                       show=self.spec.opener in FOOTER_OPENERS)
+                       show=bool(self.spec.footer))
 
 
 def normalize_key(key: str) -> str:
@@ -85,6 +83,7 @@ class PluginRegistry:
         self.plugins: dict[str, Plugin] = dict(loaded.plugins)
         self.warnings: list[str] = list(loaded.warnings)
         self.keys: dict[str, PluginKey] = {}  # by KeySpec id
+        self._openers: dict[str, dict[str, OpenerSpec]] = {}  # plugin -> the openers it declares well, by name
         self._left_out: set[tuple[str, str, str]] = set()  # ("screen"|"command", plugin, name)
         for plugin in self.plugins.values():
             self._check_contributions(plugin)
@@ -100,16 +99,44 @@ class PluginRegistry:
         return self.plugins.get(name)
 
     def _check_contributions(self, plugin: Plugin) -> None:
+        self._openers[plugin.name] = self._accept_openers(plugin)
         for name, path in dict(plugin.screens).items():
             module, _, attr = str(path).partition(":")
             if not (isinstance(path, str) and module and attr):
                 self._left_out.add(("screen", plugin.name, name))
                 self.warnings.append(f"plugin {plugin.name!r}: screen {name!r} is {path!r}, not 'module:Class': left out")
         for title, target in dict(plugin.commands).items():
-            if target not in self.screens(plugin) and not any(c.name == target for c in plugin.checks):
+            if not self._opens(plugin, target):
                 self._left_out.add(("command", plugin.name, title))
                 self.warnings.append(f"plugin {plugin.name!r}: command {title!r} names {target!r}, "
                                      "neither a screen nor a check of the plugin: left out")
+
+    def _accept_openers(self, plugin: Plugin) -> dict[str, OpenerSpec]:
+        """The plugin's OpenerSpecs that are declared well; each bad one is a warning naming it."""
+        out: dict[str, OpenerSpec] = {}
+        for spec in tuple(plugin.openers or ()):
+            why = spec_problem(spec) or (f"opener {spec.name!r} is declared twice" if spec.name in out else "")
+            if not why and spec.screen and spec.screen not in dict(plugin.screens):
+                why = f"opener {spec.name!r} names no screen of the plugin ({spec.screen!r})"
+            if not why and spec.check and not any(c.name == spec.check for c in plugin.checks):
+                why = f"opener {spec.name!r} names no check of the plugin ({spec.check!r})"
+            if why:
+                self.warnings.append(f"plugin {plugin.name!r}: {why}: left out")
+            else:
+                out[spec.name] = spec
+        return out
+
+    def _opens(self, plugin: Plugin, target: str) -> bool:
+        """Whether ``target`` is one of the plugin's openers, screens or checks."""
+        return (target in self._openers.get(plugin.name, {}) or target in self.screens(plugin)
+                or any(c.name == target for c in plugin.checks))
+
+    def openers(self, plugin: Plugin) -> dict[str, OpenerSpec]:
+        """The plugin's accepted openers, by name."""
+        return dict(self._openers.get(plugin.name, {}))
+
+    def opener(self, plugin: Plugin, name: str) -> OpenerSpec | None:
+        return self._openers.get(plugin.name, {}).get(name)
 
     def screens(self, plugin: Plugin) -> dict[str, str]:
         """The plugin's screens that are declared well (name -> "module:Class")."""
@@ -119,18 +146,18 @@ class PluginRegistry:
         """The plugin's palette commands that name one of its screens or checks."""
         return {t: v for t, v in dict(plugin.commands).items() if ("command", plugin.name, t) not in self._left_out}
 
-    def register_keys(self, taken: Mapping[str, str], openers: Collection[str]) -> list[Binding]:
+    def register_keys(self, taken: Mapping[str, str]) -> list[Binding]:
         """Accept each plugin's KeySpecs, in plugin order, and return their Bindings.
 
-        ``taken``: normalized key -> what cockpit binds it to; ``openers``: the TUI's
-        opener names. A spec that is not a KeySpec, lacks a key or id, reuses one, takes
-        a key cockpit uses or names no opener is a warning naming its plugin; the
+        ``taken``: normalized key -> what cockpit binds it to. A spec that is not a
+        KeySpec, lacks a key or id, reuses one, takes a key cockpit uses or names none of
+        its plugin's openers, screens or checks is a warning naming its plugin; the
         plugin's other contributions still work."""
         used = dict(taken)
         out = []
         for plugin in self.plugins.values():
             for spec in tuple(plugin.keys or ()):
-                why = self._bad_key(plugin, spec, used, openers)
+                why = self._bad_key(plugin, spec, used)
                 if why:
                     self.warnings.append(f"plugin {plugin.name!r}: key {why}: left out")
                     continue
@@ -140,7 +167,7 @@ class PluginRegistry:
                 out.append(entry.binding())
         return out
 
-    def _bad_key(self, plugin: Plugin, spec: Any, used: Mapping[str, str], openers: Collection[str]) -> str:
+    def _bad_key(self, plugin: Plugin, spec: Any, used: Mapping[str, str]) -> str:
         if not isinstance(spec, KeySpec):
             return f"{spec!r} is not a KeySpec"
         if not isinstance(spec.key, str) or not spec.key.strip() or "," in spec.key:
@@ -150,8 +177,7 @@ class PluginRegistry:
         taken = used.get(normalize_key(spec.key))
         if taken:
             return f"{spec.key!r} ({spec.id}) is taken by {taken}"
-        if spec.opener not in openers and spec.opener not in self.screens(plugin) \
-                and not any(c.name == spec.opener for c in plugin.checks):
+        if not self._opens(plugin, spec.opener):
             return f"{spec.key!r} ({spec.id}) opens {spec.opener!r}, which is no opener, screen or check"
         return ""
 

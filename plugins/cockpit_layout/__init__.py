@@ -7,6 +7,7 @@ picture lives in :mod:`cockpit_layout.screen`, imported only by the TUI.
 from cockpit.plugins.api import ConfigKey, KeySpec, Plugin
 
 from .check import LayoutCheck
+from .openers import OPENERS
 
 plugin = Plugin(
     name="layout",
@@ -16,7 +17,8 @@ plugin = Plugin(
     commands={"Layout: validate a job's parallel layout": "layout"},
     keys=(KeySpec("l", "plugin.layout", "Layout",
                   "layout of the selected job: TP/PP/DP form, then rank map picture and findings (layout plugin)",
-                  "layout"),),
+                  "layout-job"),),
+    openers=OPENERS,
     config={
         "nvlink_domain_size": ConfigKey(
             int, 0, "GPUs per NVLink domain inside a node; 0 = all GPUs of the node"

@@ -5,7 +5,7 @@ torch.distributed benchmark (torch_bench.py). Modes: node, all, pair. The TUI
 screen lives in ``cockpit_nccl.screen`` and is imported only by the TUI.
 """
 
-from cockpit.plugins.api import Plugin
+from cockpit.plugins.api import OpenerSpec, Plugin
 
 from cockpit_nccl.check import NcclCheck
 from cockpit_nccl.settings import CONFIG
@@ -16,6 +16,8 @@ plugin = Plugin(
     checks=(NcclCheck(),),
     screens={"nccl": "cockpit_nccl.screen:NcclScreen"},
     commands={"NCCL bandwidth test": "nccl"},
+    # The screen starts on the selected (or marked) nodes.
+    openers=(OpenerSpec("nccl", screen="nccl", with_nodes=True),),
     config=CONFIG,
     actions=("nccl.submit-benchmark",),
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cockpit.plugins.api import ConfigKey, KeySpec, Plugin
 
+from .opening import OPENERS
 from .model import BUNDLED_DIR, LoadProblem, Runbook, load_all
 from .schedcheck import SchedulerCheck
 
@@ -53,7 +54,8 @@ plugin = Plugin(
     keys=(KeySpec("w", "plugin.why", "Why stuck?",
                   "why is this stuck? job: hung-job runbook; node or GPU row: gpu-xid runbook "
                   "(x on the runbook screen runs it again doing its proposed actions, each confirmed)",
-                  "why"),),
+                  "why", footer=True),),
+    openers=OPENERS,
     config=CONFIG,
     actions=("signal", "drain", "reboot", "runbooks.requeue-exclude", "resume"),
 )

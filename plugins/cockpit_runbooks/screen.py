@@ -29,7 +29,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, RichLog, Static
 
-from cockpit.plugins.api import ReadOnlyError, sanitize
+from cockpit.plugins.api import FACTS_NAMESPACE, ReadOnlyError, sanitize
 
 from .engine import StepOutcome, run_runbook
 
@@ -165,7 +165,7 @@ class RunbookScreen(Screen):
     RunbookScreen.-narrow #rb-evidence { width: 1fr; height: 5; }
     """
 
-    class Facts(Message):
+    class Facts(Message, namespace=FACTS_NAMESPACE):  # the App's on_plugin_facts
         """What the run found so far (``straggler_node`` ...), after each step: the App
         keeps it, even when the operator leaves before the run ends."""
 
@@ -173,7 +173,7 @@ class RunbookScreen(Screen):
             super().__init__()
             self.book, self.job_id, self.node, self.facts = book, job_id, node, facts
 
-    class Finished(Facts):
+    class Finished(Facts, namespace=FACTS_NAMESPACE):
         """The run ended; its final facts."""
 
     def __init__(self, book: Any, rc: Any, mode: str = "propose") -> None:

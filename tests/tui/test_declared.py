@@ -89,7 +89,7 @@ async def test_the_keymap_rebinds_a_declared_key_by_id():
         await settle(pilot, app)
         assert app.main.active_table().select_key("gpu03")
         opened: list[str] = []
-        app.openers.key_openers["why"] = lambda: opened.append("why")
+        app.openers.open_target = lambda _plugin, target, *_a, **_k: opened.append(target)
         await pilot.press("w")
         await pilot.pause(0.1)
         assert opened == []  # the old key does nothing any more
@@ -141,7 +141,7 @@ async def test_broken_key_specs_and_screens_are_notifications_naming_the_plugin(
         # p still pauses, and the bundled plugins' keys still work
         await pilot.press("p")
         assert app.poller.paused
-        app.openers.key_openers["why"] = lambda: opened.append("why")
+        app.openers.open_target = lambda _plugin, target, *_a, **_k: opened.append(target)
         await pilot.press("2")
         await settle(pilot, app)
         await pilot.press("w")

@@ -12,7 +12,7 @@ from cockpit.plugins import loader
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.commands import cockpit_commands
 from cockpit.tui.screens.actions import ConfirmAction
-from cockpit.tui.screens.plugin_forms import LayoutForm
+from cockpit.tui.screens.plugin_forms import PluginForm
 
 from .fakes import NOW, FakeBackend
 from .test_pilot import screen_text, settle
@@ -98,7 +98,7 @@ async def test_job_row_opens_the_layout_form_then_the_layout_screen(tmp_path):
         await settle(pilot, app)
         assert app.main.active_table().select_key(101)
         await pilot.press("l")
-        form = await wait_for(pilot, lambda: isinstance(app.screen, LayoutForm) and app.screen, what="LayoutForm")
+        form = await wait_for(pilot, lambda: isinstance(app.screen, PluginForm) and app.screen, what="the layout form")
         assert form.query_one("#f-tp").value == "8"  # job 101 holds 8 GPUs on gpu01: TP inside the node
         await pilot.press("enter")
         screen = await wait_screen_named(pilot, app, "LayoutScreen")
@@ -109,7 +109,7 @@ async def test_job_row_opens_the_layout_form_then_the_layout_screen(tmp_path):
         await pilot.press("escape")
         # a TP that does not divide the node's 8 GPUs is CRIT, from the same form
         await pilot.press("l")
-        form = await wait_for(pilot, lambda: isinstance(app.screen, LayoutForm) and app.screen, what="LayoutForm")
+        form = await wait_for(pilot, lambda: isinstance(app.screen, PluginForm) and app.screen, what="the layout form")
         form.query_one("#f-tp").value = "3"
         form.query_one("#f-dp").value = ""
         await pilot.press("enter")
@@ -146,7 +146,7 @@ async def test_read_only_refuses_plugin_actions_and_audits_the_refusal(tmp_path)
     app = CockpitApp(backend, _config(tmp_path), clock=lambda: NOW, read_only=True)
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot, app)
-        app.openers.nccl()
+        app.openers.open_target(app.plugins.get("nccl"), "nccl")
         screen = await wait_screen_named(pilot, app, "NcclScreen")
         screen.query_one("#nodes").value = "gpu[01-02]"
         screen.action_start()
@@ -231,7 +231,7 @@ async def test_nccl_launch_is_confirmed_and_audited_and_keys_are_in_help(tmp_pat
         for node in ("gpu01", "gpu02"):
             table.select_key(node)
             await pilot.press("space")
-        app.openers.nccl()
+        app.openers.open_target(app.plugins.get("nccl"), "nccl")
         screen = await wait_screen_named(pilot, app, "NcclScreen")
         assert screen.query_one("#nodes").value == "gpu[01-02]"  # the marked nodes
         launched: list[str] = []

@@ -129,7 +129,7 @@ CASES = {
     "why-pending": keys("5", then=pending_why),
     "runbook-hung-job": keys("w", then=runbook_done),
     "runbook-gpu-xid": keys("tab", "down", "w", then=runbook_done),
-    "nccl": keys("2", then=opened(lambda app: app.openers.nccl())),
+    "nccl": keys("2", then=opened(lambda app: app.openers.open_target(app.plugins.get("nccl"), "nccl"))),
     "layout-form": keys("5", "l"),
     "layout": keys("5", "l", "enter", then=opened(lambda app: None)),
     "preflight-storage": keys(then=opened(lambda app: app.openers.open_target(app.plugins.get("preflight"),

@@ -1,4 +1,4 @@
-"""Small dialogs the plugin wiring needs: the layout form (job or plan), a
+"""Small dialogs the plugin wiring needs: an opener's form (its FormSpec), a
 launch confirmation for plugin jobs, and a generic check-result view for
 third-party checks. Cluster strings are shown as Text, never markup."""
 
@@ -13,6 +13,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
+
+from cockpit.text import clean
 
 _CSS = """
 PluginModal { align: center middle; }
@@ -34,20 +36,28 @@ class PluginModal(ModalScreen):
         self.dismiss(None)
 
 
-class LayoutForm(PluginModal):
-    """TP/PP/DP for a job (``job`` given) or a plan (nodes + GPUs per node too).
+def form_title(template: str, job: Any = None) -> str:
+    """A FormSpec's title with the selected job's {job_id}, {job_name} and {job_nodes} (its node count)."""
+    if job is None:
+        return template
+    nodes = len(job.nodes) or job.node_count
+    return template.format_map({"job_id": job.display_id, "job_name": clean(job.name, 40), "job_nodes": nodes})
+
+
+class PluginForm(PluginModal):
+    """A plugin opener's form (a FormSpec's fields: a job's TP/PP/DP, a plan's nodes too).
 
     Dismisses with {"tp": "8", ...} (only the filled fields) or None."""
 
     AUTO_FOCUS = "Input"
 
-    def __init__(self, title: str, defaults: Mapping[str, Any], plan: bool = False) -> None:
+    def __init__(self, title: str, fields: Sequence[Any], defaults: Mapping[str, Any], submit: str = "Validate") -> None:
         super().__init__()
-        self.title_text, self.defaults, self.plan = title, defaults, plan
+        self.title_text, self.defaults, self.submit = title, defaults, submit
+        self.form_fields = tuple(fields)
 
     def fields(self) -> list[tuple[str, str]]:
-        out = [("nodes", "nodes (hostlist or count)"), ("gpus_per_node", "GPUs per node")] if self.plan else []
-        return out + [("tp", "TP (tensor)"), ("pp", "PP (pipeline)"), ("dp", "DP (data)")]
+        return [(f.name, f.label) for f in self.form_fields]
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -57,7 +67,7 @@ class LayoutForm(PluginModal):
                     yield Label(label)
                     yield Input(str(self.defaults.get(name, "") or ""), id=f"f-{name}")
             with Horizontal():
-                yield Button("Validate", variant="primary", id="ok")
+                yield Button(self.submit, variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
 
     def values(self) -> dict[str, str]:
