@@ -79,12 +79,12 @@ class StandIn:
         self.server.server_close()
 
 
-def scrape_config(standin: StandIn, nodes: list[str], interval: str = "1s") -> str:
-    """One scrape job per node. node04 (no Hostname label in its recording) gets the
-    ``instance`` label ``node04:9400``, as a site that names targets by host has."""
+def scrape_config(standin: StandIn, nodes: list[str], interval: str = "1s", by_instance: tuple[str, ...] = ("node04",)) -> str:
+    """One scrape job per node. ``by_instance`` nodes (no Hostname label in their recording)
+    get the ``instance`` label ``NODE:9400``, as a site that names targets by host has."""
     jobs = []
     for node in nodes:
-        labels = f"\n        labels: {{instance: '{node}:9400'}}" if node == "node04" else ""
+        labels = f"\n        labels: {{instance: '{node}:9400'}}" if node in by_instance else ""
         jobs.append(f"""  - job_name: dcgm-{node}
     scrape_interval: {interval}
     metrics_path: /metrics/{node}

@@ -171,12 +171,15 @@ def job_gpus_query(gpus: dict[str, Sequence[int]], m: Matching, name: str = UTIL
     return f"max by ({group_labels(m)}) ({' or '.join(parts)})"
 
 
-# What the gpu-xid, thermal-power and nvlink runbooks read beside dmesg (node_history_query).
+# What the gpu-xid, hung-job, thermal-power and nvlink runbooks read beside dmesg (node_history_query;
+# judged by plugins/cockpit_runbooks/dcgmrules.py).
 RUNBOOK_NAMES = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
                  "DCGM_FI_DEV_POWER_MGMT_LIMIT", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
                  "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
                  "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
-                 "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", UTIL)
+                 "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+                 "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                 "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", UTIL)
 
 
 def node_history_query(node: str, m: Matching, names: Sequence[str] = RUNBOOK_NAMES) -> str:

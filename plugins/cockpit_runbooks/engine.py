@@ -28,7 +28,7 @@ from cockpit.plugins.api import (
     verdict,
 )
 
-from . import probes_gpu, probes_job, probes_node, probes_slurm
+from . import probes_dcgm, probes_gpu, probes_job, probes_node, probes_slurm
 from .context import NotApplicable, ProbeResult, RunContext
 from .model import Runbook, StepSpec
 
@@ -41,6 +41,7 @@ PROBES: dict[str, Callable[..., Any]] = {
     "slurm_reason": probes_node.slurm_reason,
     "gpu_health": probes_gpu.gpu_health,
     "nvlink_status": probes_gpu.nvlink_status,
+    "dcgm_series": probes_dcgm.dcgm_series,
     "ib_ports": probes_node.ib_ports,
     "pcie_aer": probes_node.pcie_aer,
     "slurm_records": probes_slurm.slurm_records,
