@@ -32,10 +32,12 @@ from textual.screen import ModalScreen
 
 from cockpit.config import Config
 from cockpit.core.actions import Actions
+from cockpit.core.flapwatch import KIND as FLAPPING, FlappingWatch
 from cockpit.core.poller import Poller, PollStatus
 from cockpit.models import ClusterSnapshot
 from cockpit.text import clean
 from cockpit.tui.acting import ActionFlows
+from cockpit.tui.accounting import show_flapping
 from cockpit.tui.viewing import Viewers
 from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.keyhelp import KEY_HELP, key_sections
@@ -127,6 +129,10 @@ class CockpitApp(App):
             node_kinds[OUTPUT] = self.output_watch.node_kind()
         self.controller_watch = ControllerWatch(self, backend)  # asks nothing of the demo
         node_kinds[CONTROLLER] = self.controller_watch.node_kind()
+        self.flapping_watch = FlappingWatch(backend, clock, lambda names: show_flapping(self, names),
+                                            self.config.refresh.flapping)  # the Nodes view's flapping mark
+        if self.flapping_watch.available:
+            node_kinds[FLAPPING] = self.flapping_watch.node_kind()
         self.poller = Poller(backend, self._on_poll, intervals, clock=clock, node_kinds=node_kinds)
         self._poll = poll
         self._refresh_once = False  # r while paused: un-pause for one poll
@@ -183,9 +189,6 @@ class CockpitApp(App):
             self.notify(warning, title="plugin", severity="error", timeout=15)
         if self._poll:
             self.run_worker(self.poller.run(), name="poller", group="poller", exclusive=True)
-            from cockpit.tui.accounting import start_flapping_watch
-
-            start_flapping_watch(self)  # the Nodes view's flapping mark, from accounting
         self.set_interval(1.0, self._tick)
         if self.live_telemetry is not None:  # its panel in place before the GPU view is first laid out
             self.call_after_refresh(self.live_telemetry.tick)
