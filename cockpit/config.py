@@ -49,6 +49,7 @@ class Refresh:
     partitions: float = _f(30.0, "Seconds between partition refreshes.")
     topology: float = _f(300.0, "Seconds between topology refreshes.")
     telemetry: float = _f(15.0, "Seconds between GPU telemetry polls of the nodes in view.")
+    flapping: float = _f(600.0, "Seconds between reads of every node's drain/down events from accounting (one sacctmgr query), for the Nodes view's flapping mark; 0 = never.")
 
 
 @dataclass(frozen=True)

@@ -83,38 +83,8 @@ def accounting_commands(app: CockpitApp) -> list[Any]:
     return [palette_entry(app, c) for c in COLON_COMMANDS if c.name in names]
 
 
-FLAP_WINDOW_S = 14 * 86400
-FLAP_EVERY_S = 600.0  # one sacctmgr query for every node's events, every 10 minutes
-
-
-async def _flapping_once(app: Any) -> None:
-    """Mark the flapping nodes in the Nodes view (drained/down 3x or more in 14 days)
-    with one sacctmgr query. Where there is no accounting the timer stops, in silence:
-    the views that need it say so when opened."""
-    from cockpit.core.accounting import require_accounting
-    from cockpit.core.nodehistory import flapping_nodes
-    from cockpit.errors import CockpitError
-
-    try:
-        acct = await require_accounting(app.backend)
-        names, _costs = await flapping_nodes(acct, int(app.clock()) - FLAP_WINDOW_S)
-    except CockpitError:
-        timer = getattr(app, "_flapping_timer", None)
-        if timer is not None:
-            timer.stop()
-        return
+def show_flapping(app: Any, names: frozenset[str]) -> None:
+    """The poller's flapping kind (cockpit/core/flapwatch.py) delivers here: the Nodes view's mark."""
     view = app.main.views.get("nodes")
     if view is not None and hasattr(view, "set_flapping"):
         view.set_flapping(names, visible=app.main.current == "nodes")
-
-
-def _flapping_now(app: Any) -> None:
-    # A short worker each time (never one that lives forever): tests that wait for
-    # the App's workers to finish see its result.
-    app.run_worker(_flapping_once(app), name="flapping", group="flapping", exclusive=True)
-
-
-def start_flapping_watch(app: Any) -> None:
-    """Called once from the App's on_mount: now, then every FLAP_EVERY_S."""
-    _flapping_now(app)
-    app._flapping_timer = app.set_interval(FLAP_EVERY_S, lambda: _flapping_now(app))  # noqa: SLF001

@@ -32,12 +32,14 @@ from textual.screen import ModalScreen
 
 from cockpit.config import Config
 from cockpit.core.actions import Actions
+from cockpit.core.flapwatch import KIND as FLAPPING, FlappingWatch
 from cockpit.core.poller import Poller, PollStatus
 from cockpit.models import ClusterSnapshot
 from cockpit.text import clean
 from cockpit.tui.acting import ActionFlows
 from cockpit.tui.clusters import Fleet
 from cockpit.tui.fleet import ClusterLink, probes_for
+from cockpit.tui.accounting import show_flapping
 from cockpit.tui.viewing import Viewers
 from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.keyhelp import KEY_HELP, key_sections
@@ -125,6 +127,10 @@ class CockpitApp(App):
             node_kinds[OUTPUT] = self._output_watch.node_kind()
         self.controller_watch = ControllerWatch(self, backend)  # asks nothing of the demo
         node_kinds[CONTROLLER] = self.controller_watch.node_kind()
+        self.flapping_watch = FlappingWatch(backend, clock, lambda names: show_flapping(self, names),
+                                            self.config.refresh.flapping)  # the Nodes view's flapping mark
+        if self.flapping_watch.available:
+            node_kinds[FLAPPING] = self.flapping_watch.node_kind()
         self.poller: Poller = self.fleet.start_pollers(clock, node_kinds)  # the first cluster's
         self._poll = poll
         self.hints: dict[int, dict[str, Any]] = {}  # job id -> what a runbook found (the straggler's node)
@@ -212,9 +218,6 @@ class CockpitApp(App):
             self.notify(warning, title="plugin", severity="error", timeout=15)
         if self._poll:
             self.fleet.run_pollers()
-            from cockpit.tui.accounting import start_flapping_watch
-
-            start_flapping_watch(self)  # the Nodes view's flapping mark, from accounting
         self.set_interval(1.0, self._tick)
         if self.live_telemetry is not None:  # its panel in place before the GPU view is first laid out
             self.call_after_refresh(self.live_telemetry.tick)

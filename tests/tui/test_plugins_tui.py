@@ -183,8 +183,9 @@ async def test_plugin_actions_ask_before_running(tmp_path):
         gate = Actions(DemoExecutor(backend), confirm=dialog_confirm(app))
         plan = gate.plan("drain", ["gpu03"], reason="Xid 79: GPU fallen off the bus")
         task = app.run_worker(gate.execute(plan), exit_on_error=False)
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmAction), what="confirmation")
-        assert "scontrol update NodeName=gpu03 State=DRAIN" in screen_text(app)
+        # the dialog is the screen before its text is composed: wait for the text itself
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmAction)
+                       and "scontrol update NodeName=gpu03 State=DRAIN" in screen_text(app), what="confirmation")
         await pilot.press("n")
         await wait_for(pilot, lambda: task.is_finished, what="the declined worker to end")
         assert isinstance(task.error, Declined) and backend.done == []
