@@ -46,7 +46,7 @@ async def _readers(cluster):
 
     cli = SlurmCliBackend(LocalRunner(env=dict(os.environ, SLURM_CONF=cluster["SLURM_CONF"])), timeout=30)
     token = cluster["COCKPIT_TEST_SLURM_JWT"]
-    settings = RestSettings(url=cluster["SLURMRESTD_URL"], user_name=token_user(token), timeout=30)
+    settings = RestSettings(url=cluster["SLURMRESTD_URL"], user_name=token_user(token), timeout=180)
     rest = SlurmRestBackend(settings, RestClient(settings, token))
     await rest.open()
     return (cli, rest), (await require_accounting(cli), await require_accounting(rest))
