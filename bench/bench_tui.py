@@ -307,6 +307,7 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
                                  ("snapshot handler", CockpitApp, "on_snapshot_updated")):
             parts[label] = UiTimer()
             parts[label].wrap(obj, name)
+    gc_pauses = _GcPauses() if parts else None
     out: dict = {}
     t0 = time.perf_counter()
     backend = SlurmCliBackend(LocalRunner(), bin_dir=str(cluster.bin), timeout=120)
@@ -332,6 +333,8 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
         cpu, handlers = [], []
         for timer in parts.values():
             timer.total = 0.0
+        if gc_pauses is not None:
+            gc_pauses.reset()
         prof = None
         if os.environ.get("BENCH_PROFILE"):  # where the UI thread's time goes, to this file
             import cProfile
@@ -351,6 +354,9 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             print("UI-thread CPU per refresh by part (first pass, no keys):")
             for label, timer in parts.items():
                 print(f"  {label:20s} {timer.total / refreshes * 1000:6.1f} ms")
+            print("cyclic GC collections per refresh, any thread (all threads wait): " + ", ".join(
+                f"gen {g}: {n / refreshes:.1f} x, {t / refreshes * 1000:.1f} ms (longest {m * 1000:.1f})"
+                for g, (n, t, m) in sorted(gc_pauses.by_gen.items())))
         lat: list[float] = []
         probe = KeyProbe(app, lambda: table.cursor)
         for _ in range(refreshes):  # with keys pressed while the refresh runs
@@ -371,6 +377,28 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
     await backend.close()
     out["rss_mb"] = peak_rss_mb()
     return out
+
+
+class _GcPauses:
+    """Time spent in the cyclic GC's collections, by generation (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.by_gen: dict[int, tuple[int, float, float]] = {}
+        self._start = 0.0
+        gc.callbacks.append(self._cb)
+
+    def reset(self) -> None:
+        self.by_gen = {}
+
+    def _cb(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+            return
+        took = time.perf_counter() - self._start
+        n, total, longest = self.by_gen.get(info["generation"], (0, 0.0, 0.0))
+        self.by_gen[info["generation"]] = (n + 1, total + took, max(longest, took))
 
 
 def _full_gc_ms() -> float:
