@@ -47,7 +47,10 @@ from cockpit.models.unread import is_unread
 # Recorded file name -> argv. The names are the stable layout of a record directory.
 COMMANDS: dict[str, tuple[str, ...]] = {
     "version.txt": ("sinfo", "--version"),
-    "squeue.json": ("squeue", "--all", "--json"),
+    # --states=all: 24.11's squeue --json applies squeue's default state filter and
+    # hides the jobs that ended within MinJobAge, which 22.05's lists (and slurmrestd's
+    # /jobs on both); the views show them the same on every version.
+    "squeue.json": ("squeue", "--all", "--states=all", "--json"),
     "scontrol-nodes.json": ("scontrol", "show", "node", "--json"),
     "sinfo.json": ("sinfo", "--json"),
     "scontrol-partitions.txt": ("scontrol", "show", "partition"),
