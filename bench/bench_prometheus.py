@@ -10,7 +10,8 @@ that recording is at 0 %, so the fleet-wide idle answer holds every GPU: the wor
 
 Per refresh it prints time, bytes on the wire (gzip) and decoded, and Prometheus'
 CPU for: the GPUs view's visible rows (cockpit's 3 queries), the Pulse's fleet-wide
-idle GPUs (1 query), the per-node summary of the visible nodes, and, for contrast,
+idle GPUs (1 query), the per-node summary of the visible nodes, the per-job
+utilisation of the visible jobs (1 query), and, for contrast,
 every GPU's value. "Key-to-screen" is the event loop's worst lag while the refresh
 runs (a key waits for the loop; a 10 ms probe timer measures it). The SSH side
 fans out to TARGETS loopback sshd aliases (bench_fanout's farm; root, needs sshd)
@@ -105,6 +106,9 @@ async def prometheus_side(prom, a) -> None:
         v = await measure(prom, src, "GPUs view, visible rows", lambda: src.read(visible), a.refreshes)
         f = await measure(prom, src, "Pulse: fleet-wide idle GPUs", lambda: src.idle_gpus(5.0), a.refreshes)
         await measure(prom, src, "node summary, visible nodes", lambda: src.node_summary(visible), a.refreshes)
+        # the jobs view's rows: one job per visible node here (8 GPUs each), averaged on the server
+        jobs = {str(100 + i): {n: tuple(range(a.gpus))} for i, n in enumerate(visible)}
+        await measure(prom, src, "per-job util, visible jobs", lambda: src.job_summary(jobs), a.refreshes)
         await measure(prom, src, "(contrast) every GPU's util", every_gpu, a.refreshes)
         ok_v = v["wall"] <= 1.0 and v["wire"] <= 1024 * 1024
         print(f"  targets: visible rows <= 1 s and <= 1 MB: {'met' if ok_v else 'MISSED'}; "
@@ -114,6 +118,9 @@ async def prometheus_side(prom, a) -> None:
 
 
 async def ssh_side(a) -> None:
+    if a.ssh_targets <= 0:
+        print("SSH fan-out: skipped (--ssh-targets 0)")
+        return
     try:
         from bench_fanout import default_user, write_alias_config
         from sshdlib import SshdFarm, available

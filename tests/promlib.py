@@ -48,9 +48,9 @@ def free_port() -> int:
 class StandIn:
     """The dcgm-exporter stand-in: ``pages`` maps a node to its /metrics text (changeable)."""
 
-    def __init__(self, pages: dict[str, str]) -> None:
+    def __init__(self, pages: dict[str, str], port: int | None = None) -> None:
         self.pages = dict(pages)
-        self.port = free_port()
+        self.port = port or free_port()  # a port again: the exporter restarted where it was
         standin = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -96,7 +96,8 @@ def scrape_config(standin: StandIn, nodes: list[str], interval: str = "1s", by_i
 class Prometheus:
     """Debian's prometheus on 127.0.0.1:<free port>, data in ``datadir``; stop() by PID."""
 
-    def __init__(self, config_text: str, datadir: Path, *, extra: list[str] | None = None) -> None:
+    def __init__(self, config_text: str, datadir: Path, *, extra: list[str] | None = None,
+                 web: WebConfig | None = None) -> None:
         self.binary = shutil.which("prometheus")
         if self.binary is None:
             raise RuntimeError("prometheus is not installed (apt-get install prometheus)")
@@ -104,7 +105,10 @@ class Prometheus:
         self.config = datadir / "prometheus.yml"
         self.config.write_text(config_text)
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.web = web
+        self.url = f"{'https' if web and web.cert else 'http'}://127.0.0.1:{self.port}"
+        if web is not None:
+            extra = [*(extra or []), f"--web.config.file={web.write(datadir)}"]
         self.log = open(datadir / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
             [self.binary, f"--config.file={self.config}", f"--storage.tsdb.path={datadir / 'tsdb'}",
@@ -114,8 +118,15 @@ class Prometheus:
 
     def api(self, path: str, **params: str) -> dict:
         url = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
-        with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback
+        with self._open(url, 10) as resp:
             return json.loads(resp.read())
+
+    def _open(self, url: str, timeout: float):
+        """urlopen with the web config's CA and user, where it has them (loopback only)."""
+        if self.web is None:
+            return urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 - loopback
+        return urllib.request.urlopen(self.web.request(url), timeout=timeout,  # noqa: S310
+                                      context=self.web.ssl_context())
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -123,7 +134,7 @@ class Prometheus:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"prometheus exited {self.proc.returncode}: see {self.log.name}")
             try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2):  # noqa: S310
+                with self._open(f"{self.url}/-/ready", 2):
                     return
             except OSError:
                 time.sleep(0.1)  # polling a process that is starting; the deadline only guards a hang
@@ -152,6 +163,54 @@ class Prometheus:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+class WebConfig:
+    """Prometheus' ``--web.config.file``: TLS with a self-signed certificate for 127.0.0.1
+    (made with openssl) and basic auth with a bcrypt hash (the libc's crypt, $2b$)."""
+
+    def __init__(self, tmp: Path, *, tls: bool = True, users: dict[str, str] | None = None) -> None:
+        self.users = dict(users or {})
+        self.cert = self.key = None
+        if tls:
+            self.cert, self.key = tmp / "cert.pem", tmp / "key.pem"
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                            "-keyout", str(self.key), "-out", str(self.cert)], check=True, capture_output=True, timeout=60)
+
+    @staticmethod
+    def bcrypt(password: str) -> str:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import crypt  # removed in Python 3.13: the test skips there
+
+        return crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))
+
+    def write(self, datadir: Path) -> Path:
+        lines = []
+        if self.cert:
+            lines += ["tls_server_config:", f"  cert_file: {self.cert}", f"  key_file: {self.key}"]
+        if self.users:
+            lines += ["basic_auth_users:"] + [f"  {u}: '{self.bcrypt(p)}'" for u, p in self.users.items()]
+        path = datadir / "web.yml"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    def request(self, url: str) -> urllib.request.Request:
+        import base64
+
+        req = urllib.request.Request(url)
+        if self.users:
+            user, password = next(iter(self.users.items()))
+            req.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+        return req
+
+    def ssl_context(self):
+        import ssl
+
+        return ssl.create_default_context(cafile=str(self.cert)) if self.cert else None
 
 
 def openmetrics_history(pages: dict[str, str], start: float, end: float, step: float) -> str:

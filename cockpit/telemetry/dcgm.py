@@ -171,6 +171,19 @@ def job_gpus_query(gpus: dict[str, Sequence[int]], m: Matching, name: str = UTIL
     return f"max by ({group_labels(m)}) ({' or '.join(parts)})"
 
 
+def job_summary_query(jobs: dict[str, dict[str, Sequence[int]]], m: Matching) -> str:
+    """Per job shown: average and lowest utilisation over its GPUs and how many reported,
+    aggregated on the server (one sample per job and figure comes back, labelled ``job``
+    and ``m``). ``jobs``: job id -> node -> Slurm GPU indexes (none = every GPU of the node)."""
+    parts = []
+    for job_id, gpus in sorted(jobs.items()):
+        inner = job_gpus_query(gpus, m)
+        for label, agg in (("util_avg", "avg"), ("util_min", "min"), ("gpus", "count")):
+            parts.append(f'label_replace(label_replace({agg}({inner}), "job", "{_quote(job_id)}", "", ""), '
+                         f'"m", "{label}", "", "")')
+    return " or ".join(parts)
+
+
 # What the gpu-xid, hung-job, thermal-power and nvlink runbooks read beside dmesg (node_history_query;
 # judged by plugins/cockpit_runbooks/dcgmrules.py).
 RUNBOOK_NAMES = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",

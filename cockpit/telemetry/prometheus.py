@@ -119,7 +119,12 @@ class PrometheusClient:
         headers, auth = _auth(settings)
         verify: Any = settings.tls_verify
         if settings.tls_verify and settings.ca_file:
-            verify = os.path.expanduser(settings.ca_file)
+            import ssl  # a context, not a path: httpx deprecates verify=<str>
+
+            try:
+                verify = ssl.create_default_context(cafile=os.path.expanduser(settings.ca_file))
+            except (OSError, ssl.SSLError) as exc:
+                raise ConfigError(f"cannot read the Prometheus CA file {settings.ca_file}: {exc}") from None
         self.settings = settings
         self.traffic = Traffic()
         self._sem = asyncio.Semaphore(max(1, settings.max_concurrency))
@@ -164,6 +169,10 @@ class PrometheusClient:
 
 
 def _result(resp: Any, where: str) -> list[dict]:
+    if resp.status_code in (401, 403):
+        # Prometheus' web config answers plain text here: say what it means, never the secret
+        raise PrometheusError(f"Prometheus at {where} refused the credentials (HTTP {resp.status_code}): check "
+                              "[telemetry] prometheus_basic_auth_file or prometheus_token_file")
     try:
         body = resp.json()
     except ValueError:

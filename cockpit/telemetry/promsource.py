@@ -165,6 +165,21 @@ class PrometheusTelemetry:
                 out[node][r["metric"].get("m", "")] = val
         return dict(out)
 
+    async def job_summary(self, jobs: dict[str, dict[str, Sequence[int]]]) -> dict[str, dict[str, float]]:
+        """job id -> {util_avg, util_min, gpus} over the job's GPUs (node -> Slurm indexes),
+        aggregated on the server: one query for every job shown, a few bytes per job. A job
+        none of whose GPUs has a series is absent (never 0 %)."""
+        if not jobs:
+            return {}
+        result = await self.client.query(dcgm.job_summary_query(jobs, self.matching))
+        out: dict[str, dict[str, float]] = defaultdict(dict)
+        for r in result:
+            labels = r.get("metric", {})
+            val = sample_value((r.get("value") or [None, None])[1])
+            if labels.get("job") in jobs and val is not None:
+                out[labels["job"]][labels.get("m", "")] = val
+        return dict(out)
+
     async def idle_gpus(self, threshold: float = 5.0) -> dict[Key, float]:
         """(node, index) -> utilisation of every GPU in the fleet below ``threshold`` % now."""
         result = await self.client.query(dcgm.idle_query(self.matching, threshold))

@@ -227,3 +227,17 @@ async def test_utilisation_report_idle_inside_allocations_from_prometheus(prom):
     assert utils == {"1": pytest.approx(1.0), "2": 0.0} and "Prometheus DCGM_FI_DEV_GPU_UTIL" in how
     idle, measured = idle_from_utils(jobs, utils)
     assert measured == 2 and idle == pytest.approx((0.99 + 1.0) / 2)
+
+
+async def test_per_job_utilisation_is_aggregated_on_the_server(prom):
+    src = PrometheusTelemetry(PromSettings(prom.url), scrape_interval=1.0)
+    try:
+        jobs = {"41": {"node01": (0, 1)}, "42": {"node02": (), "node01": (2,)}, "43": {"ghost07": (0,)}}
+        got = await src.job_summary(jobs)
+        body = src.client.traffic.body_bytes
+    finally:
+        await src.close()
+    assert got["41"] == {"util_avg": 0.0, "util_min": 0.0, "gpus": 2.0}  # two H100 at 0 %
+    assert got["42"] == {"util_avg": 0.5, "util_min": 0.0, "gpus": 2.0}  # the RTX at 1 % and an H100 at 0 %
+    assert "43" not in got  # no series: absent, never 0 %
+    assert body < 2000  # six samples came back, not the GPUs' series
