@@ -155,7 +155,7 @@ def test_fleet_pulse_of_two_real_clusters_and_a_stale_banner_for_one(cluster, tm
         term.keys("c")
         screen = term.wait(lambda s: set(rows(s)) == names and all(st == "ok" for st, _ in rows(s).values()),
                            "every cluster ok on the fleet Pulse", timeout=90)
-        assert "slurm-cli" in screen and "slurmrestd" in screen and f"127.0.0.1:{port}" in screen
+        assert "slurm-cli" in screen and "slurmrestd" in screen and f"127.0.0.1:{port}" in screen, screen
         if other:
             assert other["SLURMRESTD_URL"].split("//", 1)[1] in screen
         stop(rest)  # our own slurmrestd, by PID: the rest cluster's outage

@@ -23,9 +23,12 @@ from cockpit.tui.rows import Column, Row, build_table, duration
 from cockpit.tui.widgets.header import StaleBanner
 from cockpit.tui.widgets.vtable import VTable
 
+# SOURCE last and wider than other cells: a slurmrestd URL is longer than the usual
+# cap, and the counts stay on screen at 80 columns however long the source is.
 CLUSTER_COLUMNS = (Column("CLUSTER", 7, 0, pin=True), Column("STATE", 5, 1, pin=True), Column("AGE", 3, 2, "right"),
-                   Column("SOURCE", 6, 3), Column("NODES", 5, 4, "right"), Column("DOWN", 4, 5, "right"),
-                   Column("SUSPECTS", 8, 6, "right"))
+                   Column("NODES", 5, 4, "right"), Column("DOWN", 4, 5, "right"),
+                   Column("SUSPECTS", 8, 6, "right"), Column("SOURCE", 6, 3))
+SOURCE_CAP = 100
 
 
 def cluster_row(name: str, link: Any, counts: tuple[int, int, int] | None, current: bool, why: str = "") -> Row:
@@ -46,7 +49,7 @@ def cluster_row(name: str, link: Any, counts: tuple[int, int, int] | None, curre
         source = clean(snap.source, 80) + (f" slurm {clean(snap.slurm_version, 12)}" if snap.slurm_version else "")
     nodes, down, suspects = counts or (None, None, None)
     cells = (("▸ " if current else "  ") + clean(name, 40), state, "—" if age is None else duration(age) or "0s",
-             source, *("" if v is None else str(v) for v in (nodes, down, suspects)))
+             *("" if v is None else str(v) for v in (nodes, down, suspects)), source)  # CLUSTER_COLUMNS' order
     style = "bad" if state in ("STALE", "NOT OPENED") else ""
     return Row(name, cells, (name, state, age, source, nodes, down, suspects), style)
 
@@ -63,7 +66,9 @@ class FleetPulse(Vertical):
         """``fleet``: the App's clusters (cockpit/tui/clusters.py), read on each refresh."""
         super().__init__(**kw)
         self.fleet, self.clock, self.silent_after = fleet, clock, silent_after
-        self.clusters = VTable(CLUSTER_COLUMNS, clock=clock, cap=width, scroll_room=0, id="fleet-clusters")
+        self.clusters = VTable(CLUSTER_COLUMNS, clock=clock, cap=max(width, SOURCE_CAP), scroll_room=0,
+                               id="fleet-clusters")
+        self.clusters.styles.height = max(2, len(fleet.links))  # every cluster's row, however many
         self.banners = [StaleBanner(classes="fleet-banner") for _ in fleet.links]
         self.suspects = VTable(FLEET_SUSPECT_COLUMNS, clock=clock, cap=width, target_kind="job", scroll_room=0,
                                id="fleet-suspects")
