@@ -117,9 +117,14 @@ def tres_list(value: Any, field: str, mem_bytes: bool = False) -> dict[str, floa
 
 def _times(rec: dict[str, Any]) -> dict[str, Any]:
     t = _obj(rec, "time")
+    start = time_or_none(t.get("start"), "time.start", SOURCE)
+    if rec.get("nodes") == "None assigned" and not num(t.get("elapsed"), "time.elapsed", SOURCE):
+        # Never ran: slurmrestd 24.11's /slurmdb jobs gives a job cancelled while pending
+        # its end as its start, where sacct --json of the same job says NO_VAL (no start).
+        start = None
     return dict(
         submit_time=time_or_none(t.get("submission"), "time.submission", SOURCE),
-        start_time=time_or_none(t.get("start"), "time.start", SOURCE),
+        start_time=start,
         end_time=time_or_none(t.get("end"), "time.end", SOURCE),
         elapsed_s=num(t.get("elapsed"), "time.elapsed", SOURCE) or 0,
         time_limit=num(t.get("limit"), "time.limit", SOURCE),

@@ -94,7 +94,7 @@ async def test_finished_jobs_through_slurmrestd_equal_saccts(rest_acct):
         assert ok in rest_jobs and bad in rest_jobs
         assert sorted(rest_jobs) == sorted(cli_jobs)
         for jid, rec in rest_jobs.items():
-            assert _fields(rec) == _fields(cli_jobs[jid])
+            assert _fields(rec) == _fields(cli_jobs[jid]), (jid, rec.state)
             _same_exit(cli_jobs[jid], rec)
         assert rest_jobs[ok].state == "COMPLETED" and rest_jobs[ok].exit_code == 0
         assert rest_jobs[bad].state == "FAILED" and cli_jobs[bad].exit_code == 3
@@ -107,8 +107,10 @@ async def test_finished_jobs_through_slurmrestd_equal_saccts(rest_acct):
         assert steps[0] == steps[1] and {"batch", "0", "1"} <= {s[0] for s in steps[1]}
         effs = [[(m.name, m.percent) for m in efficiency(r).measures] for r in (one_cli[0], one_rest[0])]
         assert [n for n, _ in effs[0]] == [n for n, _ in effs[1]]
-        for (_, a_pct), (_, b_pct) in zip(*effs):  # sacct -P's TotalCPU has ms, the JSON microseconds
-            assert (a_pct is None) == (b_pct is None) and (a_pct is None or abs(a_pct - b_pct) <= 0.2), effs
+        # sacct -P's TotalCPU has ms, the JSON microseconds, and each percent is rounded to 0.1:
+        # 7.7 against 7.9 was seen on 24.11 for a job of a few seconds, so 0.5 points apart at most
+        for (_, a_pct), (_, b_pct) in zip(*effs):
+            assert (a_pct is None) == (b_pct is None) and (a_pct is None or abs(a_pct - b_pct) <= 0.5), effs
         assert (await racct.job("999999999")).items == ()
 
         # the utilisation report's inputs: the same jobs, and their steps
