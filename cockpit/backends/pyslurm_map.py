@@ -26,8 +26,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from cockpit.backends.slurm_json import job_state
+from cockpit.backends.slurm_json_common import Unknowns
 from cockpit.backends.slurm_json_gres import parse_index_list
 from cockpit.backends.slurm_json_nodes import node_state
+from cockpit.errors import ParseError
 from cockpit.hostlist import expand
 from cockpit.models import GpuGroup, Job, JobGpus, Node, Partition
 
@@ -69,11 +71,18 @@ def _gpu_key(key: str) -> tuple[bool, str | None]:
 
 
 def _gres_count(value: Any) -> int:
+    """A GRES count from to_gres_dict: an int, or digits as text next to IDX. Anything
+    else raises ParseError, so the field is shown unknown, never as 0 GPUs."""
     if isinstance(value, dict):
         value = value.get("count")
     if isinstance(value, str) and value.isdecimal():  # to_gres_dict keeps "2" as text next to IDX
         return int(value)
-    return _int(value) or 0
+    if value is None:
+        return 0  # no count given (an IDX list alone): the caller counts the indexes
+    count = _int(value)
+    if count is None:
+        raise ParseError(SOURCE, f"GRES count {str(value)[:40]!r} is not a number")
+    return count
 
 
 def gpus_requested(gres_per_node: dict | None) -> tuple[int, str | None]:
@@ -115,12 +124,16 @@ def gpus_from_layout(layout: dict | None) -> tuple[JobGpus, ...]:
 def job_from_pyslurm(j: Any, layout: dict | None = None, warnings: list[str] | None = None) -> Job:
     """A pyslurm ``Job`` -> Job. ``layout`` is its ``get_resource_layout_per_node()``.
     Raises ParseError for data that cannot be understood."""
+    # A state or GPUs that cannot be read is named in Job.unknown (as the JSON readers
+    # do) and the job stays; without a warnings list it raises as before.
+    unknown = Unknowns(SOURCE, "job", str(j.id), warnings)
     raw_state = str(j.state or "").upper()
-    state, flags = job_state(_JOB_STATE_WORDS.get(raw_state, [raw_state]), SOURCE, warnings)
+    state, flags = unknown.read("state", lambda: job_state(_JOB_STATE_WORDS.get(raw_state, [raw_state]), SOURCE,
+                                                           warnings), ("UNKNOWN", frozenset()))
     reason = j.state_reason or ""
     nodes = expand(j.allocated_nodes) if j.allocated_nodes else ()
-    per_node, gtype = gpus_requested(j.gres_per_node)
-    alloc = gpus_from_layout(layout)
+    per_node, gtype = unknown.read("gpus", lambda: gpus_requested(j.gres_per_node), (0, None))
+    alloc = unknown.read("gpus", lambda: gpus_from_layout(layout), ())
     if gtype is None and alloc:
         types = {g.type for g in alloc}
         gtype = types.pop() if len(types) == 1 else None
@@ -162,6 +175,7 @@ def job_from_pyslurm(j: Any, layout: dict | None = None, warnings: list[str] | N
         exit_signal=_int(_exit(j, "exit_code_signal")) or None,
         cpus=_int(j.cpus) or 0,
         held=is_held(raw_state, state, reason, _int(j.priority)),
+        unknown=unknown.frozen(),
     )
 
 
@@ -201,16 +215,9 @@ def node_from_pyslurm(n: Any, gpu_use: GpuUse | None = None, warnings: list[str]
     ``state`` replaces ``n.state`` (the adapter's reading of it).
     Raises ParseError for data that cannot be understood."""
     words = [w for w in str(n.state if state is None else state).split("+") if w]
-    base, flags = node_state(words, None, SOURCE, warnings)
-    groups = []
-    use = gpu_use or {}
-    configured = [(t, _gres_count(v)) for k, v in (n.configured_gres or {}).items()
-                  for is_gpu, t in [_gpu_key(str(k))] if is_gpu]
-    for gtype, count in configured:
-        idx = use.get(gtype)
-        if idx is None and len(configured) == 1 and use:
-            idx = set().union(*use.values())  # typed config, untyped job request
-        groups.append(GpuGroup(type=gtype, count=count, alloc_indexes=tuple(sorted(idx or ()))))
+    unknown = Unknowns(SOURCE, "node", str(n.name), warnings)  # as the JSON readers: named, kept
+    base, flags = unknown.read("state", lambda: node_state(words, None, SOURCE, warnings), ("unknown", frozenset()))
+    groups = unknown.read("gpus", lambda: _gpu_groups(n, gpu_use or {}), ())
     return Node(
         name=n.name,
         state=base,
@@ -227,7 +234,21 @@ def node_from_pyslurm(n: Any, gpu_use: GpuUse | None = None, warnings: list[str]
         address=n.address or None,
         features=tuple(n.active_features or n.available_features or ()),
         boot_time=_int(n.boot_time),
+        unknown=unknown.frozen(),
     )
+
+
+def _gpu_groups(n: Any, use: GpuUse) -> tuple[GpuGroup, ...]:
+    """A node's configured GPU groups with the indexes running jobs hold there."""
+    groups = []
+    configured = [(t, _gres_count(v)) for k, v in (n.configured_gres or {}).items()
+                  for is_gpu, t in [_gpu_key(str(k))] if is_gpu]
+    for gtype, count in configured:
+        idx = use.get(gtype)
+        if idx is None and len(configured) == 1 and use:
+            idx = set().union(*use.values())  # typed config, untyped job request
+        groups.append(GpuGroup(type=gtype, count=count, alloc_indexes=tuple(sorted(idx or ()))))
+    return tuple(groups)
 
 
 def partition_from_pyslurm(p: Any) -> Partition:

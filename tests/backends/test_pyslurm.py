@@ -407,3 +407,33 @@ def test_module_imports_without_pyslurm():
 
     assert "pyslurm" not in sys.modules or sys.modules["pyslurm"] is None
     assert pb.PyslurmBackend().name == "pyslurm"
+
+
+def test_a_field_pyslurm_gave_that_cannot_be_read_is_unknown_and_the_record_stays():
+    """As the JSON readers do (#21): a job whose GPU layout has a damaged index list, or a
+    node whose GRES count is no number, stays with that field named unknown and a warning;
+    without a warnings list the old behaviour holds (the damage raises)."""
+    from cockpit.errors import ParseError
+
+    damaged = {"node01": {"gres": {"gpu:h100": {"count": "2", "indexes": "0-x"}}}}
+    warnings: list[str] = []
+    job = pm.job_from_pyslurm(stand_in_job(), damaged, warnings)
+    assert job.job_id == 4242 and job.state == "RUNNING"
+    assert job.unknown == frozenset({"gpus"}) and job.gpus == ()
+    assert len(warnings) == 1 and "job 4242" in warnings[0] and "gpus" in warnings[0]
+    with pytest.raises(ParseError):
+        pm.job_from_pyslurm(stand_in_job(), damaged)
+
+    class Count:  # a count that is neither a number nor text of digits
+        def __index__(self):
+            raise TypeError("not a count")
+
+        def __int__(self):
+            raise TypeError("not a count")
+
+    warnings = []
+    node = pm.node_from_pyslurm(stand_in_node(configured_gres={"gpu:h100": Count()}), None, warnings)
+    assert node.name == "node01" and node.state != "unknown" and node.reason == "Xid 79"
+    assert node.unknown == frozenset({"gpus"}) and node.gpus == ()
+    assert len(warnings) == 1 and "node01" in warnings[0]
+    assert pm.node_from_pyslurm(stand_in_node(), None, []).unknown == frozenset()
