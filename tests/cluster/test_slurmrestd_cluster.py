@@ -120,13 +120,15 @@ def test_no_token_and_a_loose_token_file(rest, tmp_path):
 
 def test_slurmrestd_on_a_unix_socket(rest):
     """A second slurmrestd of our own on a unix socket (started and stopped by PID). Its
-    folder is outside pytest's (0700, root's): slurmrestd works on the socket as nobody."""
+    folder is outside pytest's (0700, root's): slurmrestd works on the socket as its
+    unprivileged user (cockpit-rest; nobody before env.sh named it)."""
     sock_dir = Path(tempfile.mkdtemp(prefix="cockpit-rest-"))
     os.chmod(sock_dir, 0o777)
     sock = sock_dir / "slurmrestd.sock"
     plugins = "openapi/v0.0.38" if rest["COCKPIT_TEST_SLURM_VERSION"].startswith("22.") else "openapi/slurmctld"
     proc = subprocess.Popen([shutil.which("slurmrestd") or "/usr/sbin/slurmrestd", "-f", rest["SLURM_CONF"],
-                             "-a", "rest_auth/jwt", "-s", plugins, "-u", "nobody", f"unix:{sock}"],
+                             "-a", "rest_auth/jwt", "-s", plugins, "-u", rest.get("COCKPIT_TEST_REST_DAEMON_USER", "nobody"),
+                             f"unix:{sock}"],
                             env=dict(os.environ, SLURM_JWT="daemon", SLURM_CONF=rest["SLURM_CONF"]),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)

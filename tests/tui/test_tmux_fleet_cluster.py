@@ -1,6 +1,6 @@
 """Two real clusters in one cockpit, in a real terminal (tmux), issue 22: the host's test
 cluster through slurm-cli, and the same Slurm through the slurmrestd backend, served by
-a slurmrestd this test starts itself (as nobody, on its own loopback port) and stops by
+a slurmrestd this test starts itself (as the cluster's slurmrestd user, on its own loopback port) and stops by
 PID. The fleet Pulse shows both; once that slurmrestd is gone, the stale banner is for
 its cluster alone while the other keeps its age fresh. The shared cluster's daemons are
 never touched.
@@ -66,7 +66,8 @@ def start_slurmrestd(cluster: dict[str, str], port: int) -> subprocess.Popen:
     plugins = ("openapi/v0.0.38,openapi/dbv0.0.38" if cluster["COCKPIT_TEST_SLURM_VERSION"].startswith("22.")
                else "openapi/slurmctld,openapi/slurmdbd")
     # SLURM_JWT=daemon: it takes each request's own token (as tests/cluster/lib-rest.sh starts the shared one)
-    proc = subprocess.Popen([exe, "-f", cluster["SLURM_CONF"], "-a", "rest_auth/jwt", "-s", plugins, "-u", "nobody",
+    user = cluster.get("COCKPIT_TEST_REST_DAEMON_USER", "nobody")  # the shared slurmrestd's user (lib-rest.sh)
+    proc = subprocess.Popen([exe, "-f", cluster["SLURM_CONF"], "-a", "rest_auth/jwt", "-s", plugins, "-u", user,
                              f"127.0.0.1:{port}"], env=dict(os.environ, SLURM_JWT="daemon", SLURM_CONF=cluster["SLURM_CONF"]),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
