@@ -55,3 +55,18 @@ def _shown(pilot) -> str:
         return screen_text(pilot.app)
     except Exception as exc:  # noqa: BLE001 - the message is for a failure already
         return f"(no screen: {exc})"
+
+
+def runbook_step(runbook: str, step_id: str) -> str:
+    """"step N of M" as the runbook screen and its confirmations name a bundled runbook's
+    step, counted from the runbook's TOML, so that a step added before it moves no test."""
+    from pathlib import Path
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib
+
+    path = Path(__file__).resolve().parents[1] / "plugins" / "cockpit_runbooks" / "runbooks" / f"{runbook}.toml"
+    ids = [step["id"] for step in tomllib.loads(path.read_text())["steps"]]
+    return f"step {ids.index(step_id) + 1} of {len(ids)}"

@@ -12,7 +12,7 @@ from cockpit.config import Config, General
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.screens.actions import ConfirmAction
 from cockpit.tui.screens.detail import JobDetailScreen
-from tuiwait import screen_text, wait_for_text, wait_until
+from tuiwait import runbook_step, screen_text, wait_for_text, wait_until
 
 from .test_actions_tui import wait_screen
 from .test_pilot import settle
@@ -64,7 +64,7 @@ async def test_x_shows_each_step_before_its_dialog_and_the_result_after_the_last
         signal = await next_confirm(pilot, app)
         assert book.current == "dump" and book.step_in_view()  # on screen, highlighted (▶ now)
         text = await wait_for_text(pilot, "Ask every rank for a flight-recorder dump")
-        assert signal.origin.startswith("runbook hung-job, step 10 of 13: Ask every rank")
+        assert signal.origin.startswith(f"runbook hung-job, {runbook_step('hung-job', 'dump')}: Ask every rank")
         assert f"{job.display_id}  {job.user}  {job.name}  {job.gpu_count} GPU(s)" in text
         await pilot.press("n")
 

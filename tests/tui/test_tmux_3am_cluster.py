@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from clusterlib import cancel, parse_scontrol, run, wait_for
+from tuiwait import runbook_step
 
 from .test_tmux_e2e import COCKPIT, Terminal
 
@@ -76,11 +77,11 @@ def test_3am_path_on_the_real_cluster_in_five_keys(cluster, tmp_path, size):
         term.keys(KEYS[0])
         term.wait(lambda s: "Result:" in s and "requeue: proposed" in flat(s), "the runbook's proposal", timeout=180)
         term.keys(KEYS[1])
-        term.wait(lambda s: "step 10 of 13" in s, "the USR1 dump's confirmation, its step named", timeout=180)
+        term.wait(lambda s: runbook_step("hung-job", "dump") in s, "the USR1 dump's confirmation, its step named", timeout=180)
         term.keys(KEYS[2])
-        term.wait(lambda s: "step 11 of 13" in s and straggler in s, "the drain's confirmation", timeout=60)
+        term.wait(lambda s: runbook_step("hung-job", "drain-straggler") in s and straggler in s, "the drain's confirmation", timeout=60)
         term.keys(KEYS[3])
-        term.wait(lambda s: "step 13 of 13" in s, "the requeue's confirmation", timeout=60)
+        term.wait(lambda s: runbook_step("hung-job", "requeue") in s, "the requeue's confirmation", timeout=60)
         term.keys(KEYS[4])
         screen = flat(term.wait(lambda s: "requeue: done" in flat(s), "the result after the last step", timeout=120))
         assert "drain-straggler: done" in screen and "dump: declined" in screen
