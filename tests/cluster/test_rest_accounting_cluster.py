@@ -135,7 +135,9 @@ async def test_a_users_filter_through_slurmrestd_is_the_clis(rest_acct):
     (cli, rest), (cacct, racct) = await _readers(rest_acct)
     try:
         end = int(time.time()) - 1
-        q = JobQuery(start=end - 6 * 3600, end=end, users=(rest_acct["COCKPIT_TEST_UNPRIV_USER"],))
+        # An hour, not six: v0.0.38 cannot filter users on the server, so the window's whole
+        # history comes back (a bench's 50,000 jobs in it kept 22.05's slurmrestd past 180 s)
+        q = JobQuery(start=end - 3600, end=end, users=(rest_acct["COCKPIT_TEST_UNPRIV_USER"],))
         a, b = await cacct.jobs(q), await racct.jobs(q)
         assert sorted(j.job_id for j in b.items) == sorted(j.job_id for j in a.items)
         assert all(j.user == rest_acct["COCKPIT_TEST_UNPRIV_USER"] for j in b.items)
