@@ -154,9 +154,12 @@ def test_fleet_pulse_of_two_real_clusters_and_a_stale_banner_for_one(cluster, tm
         term.wait(lambda s: "⎈ cli" in s and re.search(r"age \d", s) is not None and "NODES BY STATE" in s,
                   "the main Pulse of cluster cli", timeout=90)
         term.keys("c")
-        screen = term.wait(lambda s: set(rows(s)) == names and all(st == "ok" for st, _ in rows(s).values()),
-                           "every cluster ok on the fleet Pulse", timeout=90)
-        assert "slurm-cli" in screen and "slurmrestd" in screen and f"127.0.0.1:{port}" in screen, screen
+        # every cluster ok, and its row drawn whole: the counts and the source come with the
+        # cluster's first snapshot, a moment after its state
+        screen = term.wait(lambda s: set(rows(s)) == names and all(st == "ok" for st, _ in rows(s).values())
+                           and "slurm-cli" in s and f"127.0.0.1:{port}" in s,
+                           "every cluster ok on the fleet Pulse, its source shown", timeout=90)
+        assert "slurmrestd" in screen
         if other:
             assert other["SLURMRESTD_URL"].split("//", 1)[1] in screen
         stop(rest)  # our own slurmrestd, by PID: the rest cluster's outage
