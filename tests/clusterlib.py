@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from contextlib import AbstractContextManager, contextmanager
@@ -107,6 +108,17 @@ def wait_for(predicate: Callable[[], T], timeout: float = 30, interval: float = 
             name = getattr(predicate, "__name__", repr(predicate))
             raise TimeoutError(f"condition {name} not met within {timeout} s")
         time.sleep(interval)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Stop a daemon a test started itself (its own slurmrestd), by its PID: TERM, then KILL."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
 
 
 def _opt(key: str, value: object) -> list[str]:

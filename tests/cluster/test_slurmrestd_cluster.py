@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterlib import cancel, submit, wait_for
+from clusterlib import cancel, stop_process, submit, wait_for
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,13 +141,7 @@ def test_slurmrestd_on_a_unix_socket(rest):
         assert doc["source"].endswith(f"unix:{sock}") and {n["name"] for n in doc["nodes"]} == set(
             rest["COCKPIT_TEST_NODES"].split())
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        stop_process(proc)
         shutil.rmtree(sock_dir, ignore_errors=True)
 
 

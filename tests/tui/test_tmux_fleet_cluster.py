@@ -16,14 +16,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from clusterlib import wait_for
+from clusterlib import stop_process as stop, wait_for
 
 from .test_tmux_e2e import COCKPIT, Terminal
 
@@ -81,16 +80,6 @@ def start_slurmrestd(cluster: dict[str, str], port: int) -> subprocess.Popen:
     wait_for(listening, timeout=30)
     assert proc.poll() is None, proc.stdout.read().decode(errors="replace")[-500:]
     return proc
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def token_file(path: Path, token: str) -> Path:
