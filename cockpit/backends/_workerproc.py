@@ -130,6 +130,8 @@ class WorkerProcess:
         try:
             # A file, not a pipe: nobody reads it while the child runs, and a pipe
             # would fill and block it. Read only when the child died (last_words).
+            if self._stderr is not None:
+                self._stderr.close()  # the last child's: it is not asked once a new one starts
             self._stderr = tempfile.TemporaryFile()
             self._proc = await asyncio.create_subprocess_exec(
                 self.python, "-m", self.module,
