@@ -21,6 +21,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # the cockpit of the environment running the tests (.venv here, /opt/cockpit-venv in other-debian)
 COCKPIT = Path(sys.executable).with_name("cockpit")
+# A real terminal with real waits: one tmux test at a time, with the other tmux tests.
+pytestmark = pytest.mark.serial
 TRACEBACK_MARKS = ("Traceback (most recent call last)", "─ locals ─")
 
 
