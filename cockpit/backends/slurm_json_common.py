@@ -99,8 +99,10 @@ def num(value: Any, field: str, source: str) -> int | None:
     if t is float:
         if value != value or value in (float("inf"), float("-inf")):
             return None
-        return int(value)
-    if t is str and value.strip().lstrip("-").isdecimal():
+        if value.is_integer():  # 8.0: a number written as a float
+            return int(value)
+        # 2.5 is no count, id or time Slurm writes: the record is damaged, never truncated
+    elif t is str and value.strip().lstrip("-").isdecimal():
         return int(value)
     raise ParseError(source, f"field {field!r} is not a number: {_short(value)}")
 
@@ -203,11 +205,12 @@ class Unknowns:
 def record_name(rec: Any, key: str, index: int) -> str:
     """The record's name or id for a warning; ``#index`` (from 1) when it has none."""
     value = rec.get(key) if type(rec) is dict or hasattr(rec, "__struct_fields__") else None
-    if type(value) is dict:  # {"set": true, "number": 42}
+    if type(value) is dict:  # {"set": true, "number": 42}: only a number is an id there
         value = value.get("number")
-    if type(value) in (str, int) and str(value).strip():
-        return str(value).strip()[:80]
-    return f"#{index + 1}"
+        value = value if type(value) is int else None
+    text = str(value).strip() if type(value) in (str, int) else ""
+    # a name with a blank in it is no Slurm name (and would not be counted as one)
+    return text[:80] if text and not any(c.isspace() for c in text) else f"#{index + 1}"
 
 
 def why_unread(exc: BaseException, kind: str, name: str) -> str:
