@@ -56,6 +56,30 @@ def _fields(rec) -> dict:
     return {k: getattr(rec, k) for k in FIELDS}
 
 
+async def _settled_show(cacct, racct, job_id: str, timeout: float = 60.0):
+    """``job show`` of one job through both readers, once the CLI reads it the same twice
+    in a row with the REST read between them: a record that slurmdbd was still writing
+    when one of the reads ran is read again, never compared half-written."""
+    deadline = time.monotonic() + timeout
+    while True:
+        first = (await cacct.job(job_id)).items
+        rest = (await racct.job(job_id)).items
+        again = (await cacct.job(job_id)).items
+        same = [_fields(r) for r in first] == [_fields(r) for r in again]
+        if (same and [_fields(r) for r in rest] == [_fields(r) for r in again if r.job_id == job_id]) \
+                or time.monotonic() > deadline:
+            return again, rest
+        await asyncio.sleep(0.5)  # the poll's interval, not a wait for time to pass
+
+
+def _differences(got: list[dict], want: list[dict]) -> str:
+    """Which fields differ, record by record (pytest cuts a long dict comparison)."""
+    if len(got) != len(want):
+        return f"REST gave {len(got)} records, sacct {len(want)}: {got} != {want}"
+    return "; ".join(f"record {i} {k}: REST {g[k]!r}, sacct {w[k]!r}"
+                     for i, (g, w) in enumerate(zip(got, want)) for k in g if g[k] != w.get(k))
+
+
 def _same_exit(cli_rec, rest_rec) -> None:
     """A REST exit code is the CLI's, or unknown (never a false value)."""
     if rest_rec.exit_code is not None:
@@ -101,8 +125,9 @@ async def test_finished_jobs_through_slurmrestd_equal_saccts(rest_acct):
         assert b.costs[0].command.startswith(f"GET /slurmdb/{rest.dbapi}/jobs?start_time=now-")
 
         # job show: one job with its steps, and its efficiency from the same numbers
-        one_cli, one_rest = (await cacct.job(ok)).items, (await racct.job(ok)).items
-        assert [_fields(r) for r in one_rest] == [_fields(r) for r in one_cli if r.job_id == ok]
+        one_cli, one_rest = await _settled_show(cacct, racct, ok)
+        got, want = [_fields(r) for r in one_rest], [_fields(r) for r in one_cli if r.job_id == ok]
+        assert got == want, _differences(got, want)
         steps = [[(s.step_id, s.state, s.elapsed_s) for s in r.steps] for r in (one_cli[0], one_rest[0])]
         assert steps[0] == steps[1] and {"batch", "0", "1"} <= {s[0] for s in steps[1]}
         effs = [[(m.name, m.percent) for m in efficiency(r).measures] for r in (one_cli[0], one_rest[0])]
