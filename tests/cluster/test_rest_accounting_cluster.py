@@ -65,10 +65,8 @@ async def _settled_show(cacct, racct, job_id: str, timeout: float = 60.0):
         first = (await cacct.job(job_id)).items
         rest = (await racct.job(job_id)).items
         again = (await cacct.job(job_id)).items
-        same = [_fields(r) for r in first] == [_fields(r) for r in again]
-        if (same and [_fields(r) for r in rest] == [_fields(r) for r in again if r.job_id == job_id]) \
-                or time.monotonic() > deadline:
-            return again, rest
+        if [_fields(r) for r in first] == [_fields(r) for r in again] or time.monotonic() > deadline:
+            return again, rest  # compared by the caller: settled is the event waited for, not equal
         await asyncio.sleep(0.5)  # the poll's interval, not a wait for time to pass
 
 
