@@ -6,11 +6,15 @@ Prometheus is Debian's binary on loopback, scraping the dcgm-exporter STAND-IN o
 tests/promlib.py: one target serving the recorded 8x H100 output
 (tests/data/dcgm/h100-8gpu-gpu-node-1-580.105.08-sampled.prom: GPU_TEMP, POWER_USAGE,
 GPU_UTIL, MEM_COPY_UTIL) once per node, only ``Hostname`` rewritten. Every GPU in
-that recording is at 0 %, so the fleet-wide idle answer holds every GPU: the worst case.
+that recording is at 0 %, so the fleet-wide idle answer holds every GPU: the worst case
+for the per-GPU answer. ``--partly`` also rewrites GPU 0's utilisation line to 100 on
+every node (the one value changed, said in the output): every node partly idle, so
+the alternative form, too, returns the 7 idle GPUs of each node.
 
 Per refresh it prints time, bytes on the wire (gzip) and decoded, and Prometheus'
 CPU for: the GPUs view's visible rows (cockpit's 3 queries), the Pulse's fleet-wide
-idle GPUs (1 query), the per-node summary of the visible nodes, the per-job
+idle GPUs (1 query; beside it the alternative that returns a fully idle node as one
+series and per-GPU series only for partly idle nodes), the per-node summary of the visible nodes, the per-job
 utilisation of the visible jobs (1 query), and, for contrast,
 every GPU's value. "Key-to-screen" is the event loop's worst lag while the refresh
 runs (a key waits for the loop; a 10 ms probe timer measures it). The SSH side
@@ -18,7 +22,7 @@ fans out to TARGETS loopback sshd aliases (bench_fanout's farm; root, needs sshd
 running ``cat`` of a recorded nvidia-smi CSV, the bytes nvidia-smi would print.
 Prints, never asserts. Targets: visible rows <= 1 s and <= 1 MB; fleet idle <= 2 s.
 
-    .venv/bin/python bench/bench_prometheus.py [--nodes 10000] [--gpus 8] [--visible 40] [--refreshes 5] [--ssh-targets 200]
+    .venv/bin/python bench/bench_prometheus.py [--nodes 10000] [--gpus 8] [--visible 40] [--refreshes 5] [--ssh-targets 200] [--partly]
 """
 
 from __future__ import annotations
@@ -41,13 +45,24 @@ from cockpit.telemetry.prometheus import PromSettings  # noqa: E402
 from cockpit.telemetry.promsource import PrometheusTelemetry  # noqa: E402
 
 RECORDING = "h100-8gpu-gpu-node-1-580.105.08-sampled.prom"
+# The alternative fleet-idle form (not cockpit's): one series per fully idle node (GPUs
+# reporting x 1000 + the highest utilisation), per-GPU series only for partly idle nodes.
+_PER_GPU = f"max by (Hostname, instance, gpu) ({dcgm.UTIL})"
+_ALL_IDLE = f"max by (Hostname, instance) ({dcgm.UTIL}) < 5"
+WHOLE_IDLE = (f"(count by (Hostname, instance) ({_PER_GPU}) * 1000 + on (Hostname, instance) "
+              f"max by (Hostname, instance) ({dcgm.UTIL})) and on (Hostname, instance) ({_ALL_IDLE})")
+PARTLY_IDLE = f"({_PER_GPU} < 5) unless on (Hostname, instance) ({_ALL_IDLE})"
 NVSMI_CSV = "0, GPU-c4529c8d, NVIDIA H100 80GB HBM3, 00000000:53:00.0, 0, 0, 81559, 0, 30, 29, 113.61, 700.00\n"
 
 
-def fleet_page(nodes: int, gpus: int) -> str:
-    """The recording once per node (its first ``gpus`` GPUs), Hostname set to nodeNNNNN."""
+def fleet_page(nodes: int, gpus: int, partly: bool = False) -> str:
+    """The recording once per node (its first ``gpus`` GPUs), Hostname set to nodeNNNNN;
+    ``partly``: GPU 0's utilisation 100 instead of 0."""
     base = [ln for ln in (promlib.DATA / RECORDING).read_text().splitlines()
             if ln and not ln.startswith("#") and int(ln.split('gpu="', 1)[1].split('"', 1)[0]) < gpus]
+    if partly:
+        base = [ln.rsplit(" ", 1)[0] + " 100" if ln.startswith(dcgm.UTIL + "{") and 'gpu="0"' in ln else ln
+                for ln in base]
     out = []
     for n in range(1, nodes + 1):
         host = f'Hostname="node{n:05d}"'
@@ -105,6 +120,10 @@ async def prometheus_side(prom, a) -> None:
               f"median of {a.refreshes}")
         v = await measure(prom, src, "GPUs view, visible rows", lambda: src.read(visible), a.refreshes)
         f = await measure(prom, src, "Pulse: fleet-wide idle GPUs", lambda: src.idle_gpus(5.0), a.refreshes)
+
+        async def whole_nodes_form():  # the alternative: fully idle nodes as one series each
+            return [*await every.query(WHOLE_IDLE), *await every.query(PARTLY_IDLE)]
+        await measure(prom, src, "(alternative) idle per node + partly", whole_nodes_form, a.refreshes)
         await measure(prom, src, "node summary, visible nodes", lambda: src.node_summary(visible), a.refreshes)
         # the jobs view's rows: one job per visible node here (8 GPUs each), averaged on the server
         jobs = {str(100 + i): {n: tuple(range(a.gpus))} for i, n in enumerate(visible)}
@@ -170,8 +189,11 @@ def main() -> int:
     ap.add_argument("--refreshes", type=int, default=5)
     ap.add_argument("--ssh-targets", type=int, default=200)
     ap.add_argument("--scrape", default="15s")
+    ap.add_argument("--partly", action="store_true", help="GPU 0 of every node at 100 %% (every node partly idle)")
     a = ap.parse_args()
-    page = fleet_page(a.nodes, a.gpus)
+    page = fleet_page(a.nodes, a.gpus, a.partly)
+    if a.partly:
+        print("--partly: GPU 0's DCGM_FI_DEV_GPU_UTIL rewritten from 0 to 100 on every node (nothing else changed)")
     standin = promlib.StandIn({"fleet": page})
     with tempfile.TemporaryDirectory() as tmp:
         cfg = (f"global:\n  scrape_interval: {a.scrape}\n  scrape_timeout: {a.scrape}\nscrape_configs:\n"

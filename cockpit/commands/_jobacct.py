@@ -109,7 +109,7 @@ def show_lines(job, eff) -> list[str]:
 
 async def job_show(args: argparse.Namespace, session: Any) -> int:
     """Raises UsageError (2), AccountingUnavailable/BackendError (3)."""
-    from cockpit.commands._acct_out import print_costs, print_json, print_lines
+    from cockpit.commands._acct_out import cell, print_costs, print_json, print_lines
     from cockpit.core.accounting import failure_text, require_accounting
     from cockpit.core.efficiency import efficiency
     from cockpit.models.accounting import FINISHED_STATES
@@ -124,21 +124,53 @@ async def job_show(args: argparse.Namespace, session: Any) -> int:
     if job is None:
         raise UsageError(f"job {job_id}: accounting has no record of it")
     eff = None
+    use: dict | None = None
+    warnings = list(found.warnings)
     if job.state in FINISHED_STATES:
         from cockpit.telemetry.promsource import finished_job_history
 
         history, how = await finished_job_history(session.config, job)
         eff = efficiency(job, history, how)
+    elif job.state == "RUNNING" and job.gpus and session.config.telemetry.prometheus_url:
+        use, why = await _gpu_use_now(session, job_id)
+        if use is None:
+            warnings.append(f"job {job_id}: GPU use now unknown: {why}")
     if args.json:
         print_json({"schema_version": SCHEMA_VERSION, "job": job_to_dict(job, failure_text(job)),
                     "efficiency": None if eff is None else efficiency_to_dict(eff),
                     "steps": [{"step_id": s.step_id, "name": s.name, "state": s.state, "exit_code": s.exit_code,
                                "elapsed_s": s.elapsed_s, "total_cpu_s": s.total_cpu_s} for s in job.steps],
-                    "costs": [cost_to_dict(c) for c in found.costs], "warnings": list(found.warnings)})
+                    "gpu_use_now": use,
+                    "costs": [cost_to_dict(c) for c in found.costs], "warnings": warnings})
     else:
-        print_lines(show_lines(job, eff))
+        lines = show_lines(job, eff)
+        if use is not None:
+            lines.append(f"  GPU use now: {use['util_avg']:.0f}% on average, lowest {use['util_min']:.0f}%, "
+                         f"{use['gpus']} GPU(s) reporting ({cell(use['source'], 200)})")
+        print_lines(lines)
         print_costs(found.costs)
     # A step line that could not be read is left out and named; the exit code says so.
-    for w in found.warnings:
+    for w in warnings:
         print(f"cockpit: warning: {w}", file=sys.stderr)
-    return EXIT_FAILED if found.warnings else EXIT_OK
+    return EXIT_FAILED if warnings else EXIT_OK
+
+
+async def _gpu_use_now(session: Any, job_id: str) -> tuple[dict | None, str]:
+    """A running job's GPU use now from Prometheus (server-side per-job aggregate), over
+    the GPU indexes the live Slurm record gives; (None, why) when it cannot be said."""
+    from cockpit.telemetry.promsource import running_job_use
+
+    from cockpit.core.joblog import JobLogError, find_job
+
+    lookup = session.backend.capabilities().lookup
+    try:  # one job where the backend can ask for one, else the queue (as job tail does)
+        live = await lookup.fetch_job(job_id) if lookup is not None else await find_job(session.backend, job_id)
+    except JobLogError:
+        live = None
+    if live is None:
+        return None, "Slurm no longer lists it"
+    got, how = await running_job_use(session.config, live)
+    if got is None or got.get("util_avg") is None or got.get("util_min") is None:
+        return None, how or "Prometheus gave no average for its GPUs"
+    return {"util_avg": got.get("util_avg"), "util_min": got.get("util_min"), "gpus": int(got.get("gpus", 0)),
+            "source": how}, how

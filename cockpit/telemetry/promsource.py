@@ -181,7 +181,14 @@ class PrometheusTelemetry:
         return dict(out)
 
     async def idle_gpus(self, threshold: float = 5.0) -> dict[Key, float]:
-        """(node, index) -> utilisation of every GPU in the fleet below ``threshold`` % now."""
+        """(node, index) -> utilisation of every GPU in the fleet below ``threshold`` % now:
+        one query, one series per idle GPU (a GPU without series is never in it).
+
+        Measured at 10,000 nodes x 8 GPUs all idle (bench/bench_prometheus.py), against a
+        form that returns one series per fully idle node and per-GPU only for partly idle
+        ones: this one took 1.0 s and 0.9 s of Prometheus CPU, that one 2.8 s and 5.3 s. Its
+        subqueries select the 80,000 series five times; the 8 MB of JSON here cross the wire
+        as 223 KiB gzipped."""
         result = await self.client.query(dcgm.idle_query(self.matching, threshold))
         out = {}
         for r in result:
@@ -304,6 +311,30 @@ async def finished_job_history(config, job) -> tuple[dict[Key, list[tuple[float,
                                      float(job.end_time or time.time()))
     except PrometheusError as exc:
         return {}, str(exc)
+    finally:
+        await source.close()
+
+
+async def running_job_use(config, job) -> tuple[dict[str, float] | None, str]:
+    """A running job's GPU use now (``util_avg``, ``util_min``, ``gpus`` reporting) over
+    its GPUs on every node, aggregated on the server (``job_summary``: one query, a few
+    bytes), with where it came from; (None, why) when nothing could say. ``job``: the live
+    Slurm record (its GPU indexes per node). Never 0 % for GPUs without series."""
+    source = prometheus_source(config)
+    if source is None:
+        return None, ""
+    gpus = {g.node: tuple(g.indexes) for g in job.gpus if g.node}
+    try:
+        if not gpus:
+            return None, f"Slurm gives job {job.job_id} no GPUs"
+        got = (await source.job_summary({str(job.job_id): gpus})).get(str(job.job_id))
+        if not got:
+            return None, f"no series for job {job.job_id}'s GPUs in {source.description}"
+        whole = sorted(n for n, idx in gpus.items() if not idx)  # Slurm named no indexes there
+        return got, source.description + (f"; every GPU of {', '.join(whole)} (Slurm gave no GPU indexes)"
+                                          if whole else "")
+    except PrometheusError as exc:
+        return None, str(exc)
     finally:
         await source.close()
 

@@ -88,3 +88,29 @@ def test_finished_job_efficiency_reads_its_gpus_over_the_run(cluster, prom):
     assert "Prometheus" in gpu["source"] and "query_range" in gpu["source"]
     assert "every GPU of the job's nodes" in gpu["source"]
 
+
+
+def test_running_job_gpu_use_now_is_aggregated_over_its_gpus(cluster, prom):
+    # node02's recording (an RTX 6000 at 1 %) has GPU 0 only: of the job's 8 GPUs, 1 reports
+    job = submit("sleep 300", gres="gpu:h100:8", nodelist="node02", job_name="prom-now")
+    try:
+        wait_for(lambda: _state(job) == "RUNNING", timeout=60)
+
+        def shown():
+            proc = cockpit(cluster, "--prometheus", prom.url, "job", "show", job, "--json")
+            return proc if proc.stdout and json.loads(proc.stdout)["job"]["state"] == "RUNNING" else None
+
+        proc = wait_for(shown, timeout=60, interval=1.0)  # until slurmdbd has its start record
+        use = json.loads(proc.stdout)["gpu_use_now"]
+        assert proc.returncode == 0, proc.stderr
+        assert use["util_avg"] == 1.0 and use["util_min"] == 1.0 and use["gpus"] == 1  # never 0 % for the 7 silent
+        assert "Prometheus" in use["source"]
+        text = cockpit(cluster, "--prometheus", prom.url, "job", "show", job)
+        assert "GPU use now: 1% on average, lowest 1%, 1 GPU(s) reporting" in text.stdout
+
+        prom.stop()
+        down = cockpit(cluster, "--prometheus", prom.url, "job", "show", job, "--json")
+        assert down.returncode == 1 and json.loads(down.stdout)["gpu_use_now"] is None
+        assert "GPU use now unknown" in down.stderr and "unreachable" in down.stderr
+    finally:
+        cancel(job)

@@ -100,6 +100,18 @@ async def test_server_side_aggregates_and_fleet_idle(prom):
     assert set(hist) == {("node01", 0), ("node01", 1)} and all(v == 0.0 for _, v in hist[("node01", 0)])
 
 
+async def test_fleet_idle_holds_only_gpus_that_report_below_the_threshold(prom):
+    src = PrometheusTelemetry(PromSettings(prom.url), scrape_interval=1.0)
+    try:
+        idle = await src.idle_gpus(5.0)
+    finally:
+        await src.close()
+    # node01: its 8 recorded H100s at 0 %; node02: its one GPU at 1 %; node03: the only one of
+    # its 4 GPUs whose utilisation is recorded; node04: no utilisation series at all
+    assert set(idle) == {("node01", i) for i in range(8)} | {("node02", 0), ("node03", 0)}
+    assert idle[("node02", 0)] == 1.0 and idle[("node01", 7)] == 0.0
+
+
 async def test_answers_are_gzipped(prom):
     _, src = await _read(prom)
     assert src.client.traffic.requests == 3  # one query per kind
