@@ -102,7 +102,7 @@ class Telemetry:
     gpu_label: str = _f("gpu", "Series label naming the GPU: gpu (the index Slurm uses), UUID or pci_bus_id (then numbered in PCI bus order per node, as NVML and Slurm's AutoDetect do).")
     job_label: str = _f("hpc_job", "dcgm-exporter's HPC job-mapping label; where present it is cross-checked against Slurm and disagreements are said. Empty = do not read it.")
     scrape_interval: float = _f(30.0, "Prometheus' scrape interval for dcgm-exporter: a GPU whose newest sample is older than two intervals is shown stale.")
-    window: int = _f(300, "Seconds over which Xid changes, PCIe replays and NVLink errors are counted.")
+    window: int = _f(300, "Seconds over which a change of the last Xid is looked for and PCIe replays and NVLink errors are counted.")
 
 
 @dataclass(frozen=True)

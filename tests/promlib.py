@@ -243,3 +243,31 @@ def create_blocks(openmetrics: str, tsdb: Path) -> None:
     tsdb.mkdir(parents=True, exist_ok=True)
     subprocess.run([shutil.which("promtool") or "promtool", "tsdb", "create-blocks-from", "openmetrics",
                     str(src), str(tsdb)], check=True, capture_output=True, timeout=300)
+
+
+_GPU = re.compile(r'[{,]\s*gpu="(\d+)"')
+
+
+def recorded_series(name: str, end: float, seconds: float = 3600.0, step: float = 15.0) -> dict[str, dict[int, list]]:
+    """A recording as ``PrometheusTelemetry.node_series`` returns it when the stand-in has
+    served that page at every ``step`` over the last ``seconds``: series name -> GPU index ->
+    [(t, value)], the value as recorded at each step. Several series of one GPU (MIG
+    instances) become one by their maximum, as ``node_history_query``'s ``max by (gpu)``;
+    DCGM's blanks are dropped, as the client drops them (``sample_value``)."""
+    from cockpit.telemetry.prometheus import sample_value
+
+    last: dict[tuple[str, int], float] = {}
+    for line in (DATA / name).read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, raw = line.rsplit(" ", 1)
+        gpu, value = _GPU.search(head), sample_value(raw)
+        if gpu is None or value is None:
+            continue
+        key = (head.split("{", 1)[0], int(gpu.group(1)))
+        last[key] = max(value, last.get(key, value))
+    times = [end - seconds + k * step for k in range(int(seconds // step) + 1)]
+    out: dict[str, dict[int, list]] = {}
+    for (metric, gpu), value in last.items():
+        out.setdefault(metric, {})[gpu] = [(t, value) for t in times]
+    return out

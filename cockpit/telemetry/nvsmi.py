@@ -51,7 +51,11 @@ FIELD_SPECS: tuple[tuple[str, str, str], ...] = (
 QUERY_FIELDS: tuple[str, ...] = tuple(f for f, _, _ in FIELD_SPECS)
 LEGACY_NAMES = {"clocks_throttle_reasons.active": "clocks_event_reasons.active"}
 
-# Bits of clocks_event_reasons.active (REFERENCE.md section 4, same mask as DCGM).
+# Bits of clocks_event_reasons.active (REFERENCE.md section 4, same mask as DCGM), checked
+# against NVML's nvmlClocksEventReasons (R550 reference: 0x1..0x100) and DCGM's
+# DCGM_CLOCKS_EVENT_REASON_* field constants, which are "a 1:1 map to the NVML reasons".
+# Newer NVML lists BoardLimit and Reliability too; a bit not named here is shown as
+# "bit_0x...", never dropped (a GPU held back for a reason cockpit does not know is said).
 CLOCK_EVENT_BITS = {
     0x1: "gpu_idle",
     0x2: "applications_clocks_setting",
@@ -123,7 +127,9 @@ class GpuTelemetry:
     def clock_events(self) -> tuple[str, ...]:
         """Names of the active clock event (throttle) reasons."""
         m = self.clock_event_reasons or 0
-        return tuple(n for bit, n in CLOCK_EVENT_BITS.items() if m & bit)
+        known = [n for bit, n in CLOCK_EVENT_BITS.items() if m & bit]
+        rest = m & ~sum(CLOCK_EVENT_BITS)
+        return (*known, *(f"bit_{1 << i:#x}" for i in range(rest.bit_length()) if rest >> i & 1))
 
     @property
     def throttled(self) -> bool | None:

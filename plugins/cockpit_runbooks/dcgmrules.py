@@ -11,7 +11,9 @@ The series' traps (cockpit/telemetry/dcgm.py says where each is documented):
   two samples is a reset, and the sample after it is all increase (as
   Prometheus' ``increase()`` reads it).
 * DCGM's "blank" values never arrive here (the client drops them): a kind whose
-  series are all missing is "not exported", never a pass.
+  series are all missing is "not exported", never a pass; a kind read from two facts
+  (thermal: temperature and clock event reasons) with one of them missing is not
+  passed whole either (``missing_parts``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ KIND_SERIES: dict[str, tuple[str, ...]] = {
     "idle": (UTIL,),
 }
 KINDS = tuple(KIND_SERIES)
+# Kinds read from separate facts: each part must have been exported for the kind to pass.
+# dcgm-exporter's default-counters.csv exports DCGM_FI_DEV_GPU_TEMP but no clock event
+# reasons; a recording with the reasons alone (dcgm-exporter #317) has no temperature.
+KIND_PARTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "thermal": {"temperature": (TEMP,), "clock_event_reasons": THROTTLE},
+}
 # Clock event reasons that hold the clocks back for a fault (SW power cap is a GPU at its limit: normal under load).
 _HELD_BACK = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 
@@ -164,6 +172,10 @@ def judge_counters(gpu: int, s: Mapping[str, Points], kind: str) -> tuple[list[V
                     "run the nvlink runbook; reseat or replace the link's GPU/baseboard if they keep growing")], judged
 
 
+def _reasons(gpu: int, mask: int) -> tuple[str, ...]:
+    return GpuTelemetry(index=gpu, clock_event_reasons=mask).clock_events
+
+
 def judge_thermal(gpu: int, s: Mapping[str, Points], w: Window) -> list[Verdict]:
     out = []
     if s.get(TEMP):
@@ -173,13 +185,25 @@ def judge_thermal(gpu: int, s: Mapping[str, Points], w: Window) -> list[Verdict]
                                f"GPU {gpu}: up to {hottest:g} C within the window (threshold {w.temp_warn_c:g} C)",
                                "check the node's airflow and fans (thermal-power runbook)"))
     masks = [int(v) for n in THROTTLE for _, v in s.get(n, ())]
-    held = [r for m in masks for r in GpuTelemetry(index=gpu, clock_event_reasons=m).clock_events if r in _HELD_BACK]
+    seen = dict.fromkeys(r for m in masks for r in _reasons(gpu, m))
+    held = [r for r in seen if r in _HELD_BACK]
     if held:
-        share = sum(1 for m in masks if any(r in _HELD_BACK for r in GpuTelemetry(index=gpu, clock_event_reasons=m).clock_events))
+        share = sum(1 for m in masks if any(r in _HELD_BACK for r in _reasons(gpu, m)))
         out.append(Verdict(gpu, "thermal", "WARN", "dcgm.throttle",
-                           f"GPU {gpu}: clocks held back in {share} of {len(masks)} samples: "
-                           + ", ".join(dict.fromkeys(held))))
+                           f"GPU {gpu}: clocks held back in {share} of {len(masks)} samples: " + ", ".join(held)))
+    elif seen:  # said, so that a reader sees what the bitmask held (and a bit cockpit cannot name)
+        out.append(Verdict(gpu, "thermal", "OK", "dcgm.clocks",
+                           f"GPU {gpu}: clock event reasons within the window: {', '.join(seen)} "
+                           "(none of HW slowdown, HW or SW thermal slowdown, HW power brake)"))
     return out
+
+
+def missing_parts(series: Series, kinds: Sequence[str], gpus: Sequence[int] = ()) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(kind, part, its series) for each part of a judged kind that none of the GPUs (``gpus``;
+    empty = all) exported: a kind read from half its series is never passed whole."""
+    present = {n for n, by_gpu in series.items() if any(pts for i, pts in by_gpu.items() if not gpus or i in gpus)}
+    return [(kind, part, names) for kind in kinds for part, names in KIND_PARTS.get(kind, {}).items()
+            if not present & set(names)]
 
 
 def judge_idle(gpu: int, pts: Points, w: Window) -> tuple[list[Verdict], bool]:

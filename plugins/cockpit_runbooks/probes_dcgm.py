@@ -83,7 +83,12 @@ def _judge_node(res: ProbeResult, node: str, series: Any, kinds: tuple[str, ...]
         res.add("UNKNOWN", f"dcgm.not_exported.{k}",
                 f"{node}: {k} not judged from DCGM: none of {', '.join(dcgmrules.KIND_SERIES[k])} has "
                 "values to compare (not exported, DCGM blanks, or a single sample)")
-    if not missing and not any(v.severity != "OK" for v in verdicts):
+    parts = dcgmrules.missing_parts(series, [k for k in kinds if k in judged], gpus)
+    for kind, part, names in parts:
+        res.add("UNKNOWN", f"dcgm.not_exported.{kind}.{part}",
+                f"{node}: {kind} judged without {part.replace('_', ' ')}: none of {', '.join(names)} was "
+                "exported (the rest of the kind was read)")
+    if not missing and not parts and not any(v.severity != "OK" for v in verdicts):
         res.add("OK", "dcgm.ok", f"{node}: no {'/'.join(kinds)} problem in the DCGM series ({which})")
 
 

@@ -66,9 +66,10 @@ def test_nvlink_errors_across_a_counter_reset_and_a_single_sample_is_not_judged(
 def test_throttle_bits_that_hold_clocks_back_warn_sw_power_cap_does_not():
     series = {r.THROTTLE[0]: {0: pts(0x40, 0x40, 0x1), 1: pts(0x4, 0x4, 0x4)}, r.TEMP: {1: pts(60, 91, 70)}}
     verdicts, _ = r.judge(series, ["thermal"], W)
-    got = {(v.gpu, v.code) for v in verdicts}
-    assert got == {(0, "dcgm.throttle"), (1, "dcgm.thermal")}
+    got = {(v.gpu, v.severity, v.code) for v in verdicts}
+    assert got == {(0, "WARN", "dcgm.throttle"), (1, "WARN", "dcgm.thermal"), (1, "OK", "dcgm.clocks")}
     assert "hw_thermal_slowdown" in next(v.text for v in verdicts if v.gpu == 0)
+    assert "sw_power_cap" in next(v.text for v in verdicts if v.code == "dcgm.clocks")  # said, not a finding
 
 
 def test_idle_needs_the_whole_idle_window_and_only_the_jobs_gpus():

@@ -24,6 +24,7 @@ PAGES = {
     "node02": "rtx6000ada-1gpu-aiperf-fixture.prom",  # 1 GPU at 1 %
     "node05": "grid-a100-8c-vgpu-vks-conformance.prom",  # Xid 0, no ECC/remap series (vGPU)
     "node06": "pod-labels-gpu0-blank-ecc-nvlink-EXCERPT.prom",  # ECC and NVLink counters DCGM-blank; no Hostname
+    "node07": "a30-mig-gpu0-clock-reasons-gpu-idle-issue317-EXCERPT.prom",  # clock reasons 1 (GPU idle), 2 MIG instances
 }
 
 
@@ -95,3 +96,21 @@ async def test_without_prometheus_the_step_is_not_applicable_and_the_runbook_say
     report = await run_runbook(books["thermal-power"], _rc(None, "node01"))
     step = next(o for o in report.steps if o.id == "dcgm")
     assert step.status == "n/a" and not step.findings and "no Prometheus configured" in step.why
+
+
+async def test_thermal_power_runbook_judges_the_real_non_zero_clock_reasons(prom):
+    """The A30 recording (dcgm-exporter #317): DCGM_FI_DEV_CLOCK_THROTTLE_REASONS 1 on both MIG
+    instances of GPU 0, no temperature. Through the real Prometheus and the whole runbook."""
+    books, problems = load_all([(BUNDLED_DIR, "bundled")], PROBES, action_names())
+    assert not problems
+    report = await run_runbook(books["thermal-power"], _rc(prom.url, "node07"))
+    step = next(o for o in report.steps if o.id == "dcgm")
+    assert step.status == "ran" and _codes(step) == {"dcgm.clocks": "OK", "dcgm.not_exported.thermal.temperature": "UNKNOWN"}
+    (clocks,) = [f for f in step.findings if f.rule == "dcgm.clocks"]
+    assert clocks.title.startswith("node07 GPU 0: clock event reasons within the window: gpu_idle (")
+    assert any("node07: 1 GPU(s)" in e for e in step.evidence)  # two MIG instances, one GPU
+
+
+async def test_a_node_exporting_temperature_alone_is_never_passed_on_thermal(prom):
+    res = await probes_dcgm.dcgm_series(_rc(prom.url, "node01"), {"kinds": ["thermal"], "window_s": 60})
+    assert _codes(res) == {"dcgm.not_exported.thermal.clock_event_reasons": "UNKNOWN"}  # 8 GPUs under 85 C: no finding

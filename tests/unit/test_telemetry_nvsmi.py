@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cockpit.errors import ParseError
-from cockpit.telemetry.nvsmi import QUERY_FIELDS, parse_query_gpu, query_argv
+from cockpit.telemetry.nvsmi import QUERY_FIELDS, GpuTelemetry, parse_query_gpu, query_argv
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nvidia-smi"
 
@@ -144,3 +144,27 @@ def test_one_gpu_row_that_cannot_be_read_costs_that_row_only():
     assert len(warnings) == 1 and "telemetry row GPU0@line1 not understood" in warnings[0] and "'lots'" in warnings[0]
     with pytest.raises(ParseError):
         parse_query_gpu("\n".join([header, ",".join(cells), load[1]]))
+
+
+# NVML's nvmlClocksEventReasons (NVML API reference R550, group__nvmlClocksEventReasons) and
+# DCGM's DCGM_CLOCKS_EVENT_REASON_* constants ("a 1:1 map to the NVML reasons documented in
+# nvml.h"), as published: bit value -> the reason it names.
+NVML_DOCUMENTED = {
+    0x1: "gpu_idle",                       # nvmlClocksEventReasonGpuIdle
+    0x2: "applications_clocks_setting",    # ...ApplicationsClocksSetting
+    0x4: "sw_power_cap",                   # ...SwPowerCap
+    0x8: "hw_slowdown",                    # nvmlClocksThrottleReasonHwSlowdown
+    0x10: "sync_boost",                    # ...SyncBoost
+    0x20: "sw_thermal_slowdown",           # ...SwThermalSlowdown
+    0x40: "hw_thermal_slowdown",           # ...HwThermalSlowdown
+    0x80: "hw_power_brake_slowdown",       # ...HwPowerBrakeSlowdown
+    0x100: "display_clocks_setting",       # ...DisplayClockSetting
+}
+
+
+def test_each_documented_bit_decodes_to_its_nvml_reason_and_an_unknown_bit_is_said():
+    for bit, reason in NVML_DOCUMENTED.items():
+        assert GpuTelemetry(index=0, clock_event_reasons=bit).clock_events == (reason,)
+    # a bit cockpit has no name for (newer NVML also lists BoardLimit, Reliability) is said, never dropped
+    assert GpuTelemetry(index=0, clock_event_reasons=0x41 | 0x400).clock_events == (
+        "gpu_idle", "hw_thermal_slowdown", "bit_0x400")
