@@ -81,7 +81,16 @@ from cockpit.hostlist import collapse, expand
 from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, Topology
 from cockpit.models.actions import IB_SYSFS_DUMP, ProbeOutput
 from cockpit.paths import config_home, data_home
-from cockpit.plugins.specs import FACTS_NAMESPACE, Choice, FormField, FormSpec, OpenerSpec, OpenRefused, OpenRequest
+from cockpit.plugins.specs import (
+    FACTS_NAMESPACE,
+    Choice,
+    FormField,
+    FormSpec,
+    OpenerSpec,
+    OpenRefused,
+    OpenRequest,
+    ScreenOffers,
+)
 from cockpit.runner import CommandResult
 from cockpit.telemetry.nvsmi import GpuTelemetry, parse_query_gpu, query_argv
 
@@ -368,7 +377,7 @@ class Plugin:
 
 
 __all__ = [
-    "FACTS_NAMESPACE", "Choice", "FormField", "FormSpec", "OpenerSpec", "OpenRefused", "OpenRequest",
+    "FACTS_NAMESPACE", "Choice", "FormField", "FormSpec", "OpenerSpec", "OpenRefused", "OpenRequest", "ScreenOffers",
     "ACTION_NAMES", "NOT_APPLICABLE", "VERDICT_ORDER", "ActionGate", "ActionSpec", "BackendError", "Check", "CheckContext", "CheckResult", "ClusterReader",
     "ClusterSnapshot", "CockpitError", "CommandFailed", "CommandResult", "CommandTimeout",
     "ConfigError", "ConfigKey", "ConfirmationNeeded", "Declined", "Finding", "GpuTelemetry", "Job",

@@ -118,6 +118,28 @@ class OpenRequest:
         return self.targets[0] if self.targets else ""
 
 
+class ScreenOffers:
+    """What a screen offers the App's own keys, declared by inheriting this (a plugin's screen
+    too: it may not import cockpit.tui). The App asks only a screen that is one, by type:
+    ``a``, ``d``, ``L`` act on or show its :meth:`targets`, ``y`` copies its :meth:`copy_text`,
+    and the gate's confirmation names its :meth:`confirm_origin`. A screen overrides what it
+    offers; the rest stay empty."""
+
+    def targets(self) -> tuple[str, tuple[str, ...]]:
+        """("job"|"node", keys) of what the screen shows, for the App's keys; ("", ()) for none."""
+        return "", ()
+
+    def copy_text(self) -> tuple[str, str] | None:
+        """(value, what it is) for ``y`` to copy ("the command"), or None: then ``y`` copies
+        the selection's job ids or node list."""
+        return None
+
+    def confirm_origin(self) -> str:
+        """Which step of its own an action asked for here is (a runbook's), for the
+        confirmation dialog; '' for none."""
+        return ""
+
+
 def spec_problem(spec: Any) -> str:
     """Why an opener declaration is unusable ('' when it is fine): the registry's warning."""
     if not isinstance(spec, OpenerSpec):
@@ -139,4 +161,4 @@ def spec_problem(spec: Any) -> str:
 
 
 __all__ = ["COLON_ARGS", "FACTS_NAMESPACE", "Choice", "FormField", "FormSpec", "NEEDS", "OpenRefused", "OpenRequest", "OpenerSpec",
-           "PENDING_SCREENS", "spec_problem"]
+           "PENDING_SCREENS", "ScreenOffers", "spec_problem"]

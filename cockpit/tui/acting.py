@@ -21,6 +21,7 @@ from cockpit.core.actions import ACTIONS, Outcome, Params, Plan, build_plan
 from cockpit.core.joblog import JobOutput, open_job_output, resolve_path
 from cockpit.errors import CockpitError
 from cockpit.models import Job
+from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import clean
 from cockpit.tui.rows import duration
 from cockpit.tui.screens.actions import ActionMenu, ActionResults, ConfirmAction, ParamsForm
@@ -81,10 +82,11 @@ def confirm_dialog(app: CockpitApp, plan: Plan, where: str | None = None) -> Con
     """THE confirmation of every state change, whatever asked (``a``, the audit viewer's
     follow-up, a runbook step, a plugin): the exact argv, what each target is (a job's
     user, name and GPUs; the jobs a drain leaves running) and, when a screen in front
-    acts for a step of its own (a runbook), which step it is (its ``confirm_origin()``)."""
-    origin = getattr(app.screen, "confirm_origin", None)  # a plugin screen: it may not import cockpit.tui
+    acts for a step of its own (a runbook), which step it is (its ScreenOffers' ``confirm_origin()``)."""
+    screen = app.screen
+    origin = screen.confirm_origin() if isinstance(screen, ScreenOffers) else ""
     return ConfirmAction(plan, app.gate_description if where is None else where, plan_details(app, plan),
-                         origin=str(origin() if callable(origin) else ""))
+                         origin=str(origin))
 
 
 class ActionFlows:

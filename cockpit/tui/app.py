@@ -61,6 +61,9 @@ __all__ = ["KEY_HELP", "CockpitApp", "probes_for"]
 
 
 class CockpitApp(App):
+    """Also its screens' ScreenHost (cockpit/tui/services.py): ``config``, ``viewers``,
+    ``output_watch``, ``snapshot``, ``clock``, ``copy_value`` and ``update_crumbs``."""
+
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "cockpit"
     ENABLE_COMMAND_PALETTE = True

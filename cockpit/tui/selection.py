@@ -3,7 +3,8 @@
 Read from the App's own screens only: the main screen's active table (marked
 rows, else the cursor row; the table's ``target_kind`` says whether its keys
 are jobs or nodes) or a pushed screen that names its own target with a
-``targets()`` method (a job's or node's detail, its describe view ...).
+``targets()`` (a :class:`~cockpit.plugins.specs.ScreenOffers`: a job's or node's
+history, its describe view ...); a job's or node's detail is asked by its type.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cockpit.models import Job
+from cockpit.plugins.specs import ScreenOffers
 from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
 
 if TYPE_CHECKING:
@@ -25,8 +27,7 @@ def current_targets(app: CockpitApp) -> tuple[str, tuple[str, ...]]:
     if isinstance(screen, NodeDetailScreen):
         return "node", (str(screen.key),)
     if screen is not app.main:
-        named = getattr(screen, "targets", None)
-        return named() if callable(named) else ("", ())
+        return screen.targets() if isinstance(screen, ScreenOffers) else ("", ())
     table = app.main.active_table()
     if table is None or not table.target_kind:
         return "", ()

@@ -1,8 +1,9 @@
 """Keys that show or copy what is under the cursor, owned by the App (``y``, ``d``, ``L``, ``A``).
 
 ``y`` copies with OSC 52 (the terminal puts it on the clipboard, over SSH too):
-what the screen in front names (``copy_text()``: a command, a path), else the
-job ids or the node list of the selection. Only the base64 of the value goes
+what the screen in front offers (its ``copy_text()``, as a
+:class:`~cockpit.plugins.api.ScreenOffers`: a command, a path), else the job ids
+or the node list of the selection. Only the base64 of the value goes
 to the terminal, and the value is sanitized first, line by line, so a job name
 cannot bring an escape of its own. ``d`` shows what Slurm says about the
 selected job or node, ``L`` Slurm's logs, ``A`` the audit log.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cockpit.hostlist import collapse
+from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import sanitize
 from cockpit.tui.selection import current_targets
 from cockpit.tui.services import services_for
@@ -67,8 +69,8 @@ class Viewers:
         self.app.notify(f"copied {what}: {shown}", title="clipboard (OSC 52)", timeout=4)
 
     def copy(self) -> None:
-        named = getattr(self.app.screen, "copy_text", None)
-        got = named() if callable(named) else None
+        screen = self.app.screen
+        got = screen.copy_text() if isinstance(screen, ScreenOffers) else None
         if got:
             self.copy_value(*got)
             return

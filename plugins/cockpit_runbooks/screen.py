@@ -29,7 +29,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, RichLog, Static
 
-from cockpit.plugins.api import FACTS_NAMESPACE, ReadOnlyError, sanitize
+from cockpit.plugins.api import FACTS_NAMESPACE, ReadOnlyError, ScreenOffers, sanitize
 
 from .engine import StepOutcome, run_runbook
 
@@ -146,7 +146,7 @@ def findings_text(outcomes: dict[str, StepOutcome], width: int = 200) -> Text:
     return text
 
 
-class RunbookScreen(Screen):
+class RunbookScreen(ScreenOffers, Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="runbook.back"),
                 Binding("x", "act", "Do proposed actions", id="runbook.act")]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]

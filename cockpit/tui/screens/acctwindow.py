@@ -18,9 +18,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from cockpit.errors import CockpitError
+from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import clean
 from cockpit.tui.widgets.crumbs import Breadcrumb
-from cockpit.tui.services import ClusterBound, ClusterServices
+from cockpit.tui.services import ClusterBound, ClusterServices, host_of
 
 T = TypeVar("T")
 
@@ -37,7 +38,7 @@ def stepped(windows: tuple[str, ...], window: str, step: int) -> str:
     return windows[max(0, min(len(windows) - 1, at + step))]
 
 
-class AccountingWindowScreen(ClusterBound, Screen):
+class AccountingWindowScreen(ClusterBound, ScreenOffers, Screen):
     """A subclass names its widgets (``title_id``, ``status_id``), adds its own
     under the status line (``compose_body``) and defines ``load`` as its worker,
     which asks through :meth:`ask`."""
@@ -84,7 +85,7 @@ class AccountingWindowScreen(ClusterBound, Screen):
         from cockpit.core.accounting import parse_since, require_accounting
 
         self.query_one(f"#{self.title_id}", Static).update(Text(title))
-        now = self.app.clock()
+        now = host_of(self).clock()
         try:
             acct = await require_accounting(self.services.backend)
             return await fetch(acct, parse_since(self.window, now), now), now

@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 
 from cockpit.core.actions import ACTIONS, REASON_TEMPLATES, SIGNALS, Outcome, Params, Plan, make_reason
 from cockpit.text import sanitize
+from cockpit.tui.services import host_of
 from cockpit.tui.screens.joblog import JobLogScreen  # noqa: F401 - moved to joblog.py; importers of this name remain
 
 _CSS = """
@@ -203,9 +204,7 @@ class ConfirmAction(ActionModal):
         self.dismiss(yes)
 
     def action_copy(self) -> None:
-        copy = getattr(self.app, "copy_value", None)
-        if copy is not None:
-            copy("\n".join(self.plan.describe()), "the command")
+        host_of(self).copy_value("\n".join(self.plan.describe()), "the command")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

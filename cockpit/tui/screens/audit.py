@@ -26,8 +26,10 @@ from textual.widgets import Footer, Input, Static
 
 from cockpit.core.filtering import compile_query
 from cockpit.errors import UsageError
+from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import clean
 from cockpit.tui.rows import Column, Row, Schema, TableData, build_table
+from cockpit.tui.services import host_of
 from cockpit.tui.widgets.crumbs import Breadcrumb
 from cockpit.tui.widgets.vtable import VTable
 
@@ -95,7 +97,7 @@ def record_row(key: str, rec: dict[str, Any]) -> Row:
     return Row(key, cells, values, RESULT_STYLE.get(result, ""))
 
 
-class AuditScreen(Screen):
+class AuditScreen(ScreenOffers, Screen):
     BINDINGS = [Binding("escape,q", "back", "Back", id="audit.back"),
                 Binding("slash", "filter", "Filter", id="audit.filter"),
                 Binding("a", "follow_up", "Follow up", id="audit.follow-up"),
@@ -201,7 +203,7 @@ class AuditScreen(Screen):
         self.query_one("#audit-detail", Static).update(out)
 
     def _blocker(self, rec: dict[str, Any]) -> str:
-        return follow_up_blocker(rec, self.session, self.simulated, getattr(self.app, "snapshot", None))
+        return follow_up_blocker(rec, self.session, self.simulated, host_of(self).snapshot)
 
     # -- keys -------------------------------------------------------------
     def targets(self) -> tuple[str, tuple[str, ...]]:
@@ -217,8 +219,8 @@ class AuditScreen(Screen):
 
     def action_copy_argv(self) -> None:
         got = self.copy_text()
-        if got is not None and hasattr(self.app, "copy_value"):
-            self.app.copy_value(*got)
+        if got is not None:
+            host_of(self).copy_value(*got)
 
     def action_follow_up(self) -> None:
         rec = self.current()

@@ -28,7 +28,7 @@ from cockpit.models.cluster import or_unknown
 from cockpit.text import clean, tail_lines
 from cockpit.tui.rows import duration, gpu_holders, job_state_text, limit_text, mem_gib, node_state_text
 from cockpit.tui.widgets.crumbs import Breadcrumb
-from cockpit.tui.services import ClusterBound, ClusterServices
+from cockpit.tui.services import ClusterBound, ClusterServices, host_of
 
 TAIL_BYTES = 16384
 TAIL_LINES = 12
@@ -145,14 +145,12 @@ class JobDetailScreen(DetailScreen):
         job = next((j for j in snap.jobs if j.job_id == self.key), None) if snap else None
         title = self.query_one("#detail-title", Static)
         if job is None:
-            viewers = getattr(self.app, "viewers", None)
-            fate = viewers.job_fate(self.key) if viewers is not None else "not in the queue"
+            fate = host_of(self).viewers.job_fate(self.key)
             title.update(Text(f" job {self.key}: {fate}"))
             return
         title.update(Text(f" job {job.display_id}  {clean(job.name, 60)}  {job_state_text(job)}"))
         self.body.update(self.glance(job))
-        viewers = getattr(self.app, "viewers", None)
-        hints = viewers.hints_for(job.job_id) if viewers is not None else {}
+        hints = host_of(self).viewers.hints_for(job.job_id)
         first = hints.get("straggler_node")
         gpus = {g.node: g for g in job.gpus}
         opts = []
@@ -170,7 +168,7 @@ class JobDetailScreen(DetailScreen):
         self.load_logs(job.stdout, job.stderr)
 
     def glance(self, job: Job) -> Table:
-        now = self.app.clock()
+        now = host_of(self).clock()
         reason = or_unknown(job, "reason", clean(job.reason, 100) if job.reason not in ("", "None") else "")
         pairs = [("state", Text(or_unknown(job, "state", job_state_text(job)) + (f"  reason: {reason}" if reason else "")
                                 + _unread(job, "state")))]
@@ -180,17 +178,17 @@ class JobDetailScreen(DetailScreen):
         pairs.append(("time", Text(f"{elapsed or '-'} of {limit_text(job.time_limit)}")))
         pairs.append(("GPUs", Text(f"{job.gpu_count} x {clean(job.gpu_type or 'gpu', 20)}"
                                    f" on {len(job.nodes) or job.node_count} node(s)")))
-        viewers = getattr(self.app, "viewers", None)
-        mtime = viewers.output_mtime(job.job_id) if viewers is not None else None
+        facts = host_of(self).viewers
+        mtime = facts.output_mtime(job.job_id)
         if mtime:
             pairs.append(("last output", Text(f"{duration(now - mtime) or '0s'} ago")))
-        evidence = viewers.suspect_evidence(job.job_id) if viewers is not None else ()
+        evidence = facts.suspect_evidence(job.job_id)
         if evidence:
             pairs.append(("suspect", Text("; ".join(evidence), style="bold")))
         return _kv_table(pairs)
 
     def job_table(self, job: Job) -> Table:
-        now = self.app.clock()
+        now = host_of(self).clock()
         pairs = []
         for f in dataclasses.fields(job):
             v = getattr(job, f.name)
@@ -274,7 +272,7 @@ class NodeDetailScreen(DetailScreen):
         self.extra.update(Text("" if jobs else "\nno jobs on this node"))
 
     def node_table(self, node: Node, snap: ClusterSnapshot) -> Table:
-        now = self.app.clock()
+        now = host_of(self).clock()
         pairs = [
             ("state", or_unknown(node, "state", f"{node.display_state} (base {node.state}; flags "
                                                 f"{', '.join(sorted(node.flags)) or 'none'})") + _unread(node, "state")),

@@ -14,13 +14,14 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import clean
 from cockpit.tui.widgets.crumbs import Breadcrumb
 from cockpit.tui.widgets.fleetpulse import FleetPulse
 from cockpit.tui.widgets.vtable import VTable
 
 
-class FleetScreen(Screen):
+class FleetScreen(ScreenOffers, Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="fleet.back")]
     crumb = "Fleet"
 

@@ -26,12 +26,13 @@ from textual.widgets import Footer, Static
 from cockpit.errors import CockpitError
 from cockpit.hostlist import collapse
 from cockpit.models.accounting import FAILED_STATES, JobRecord
+from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import clean
 from cockpit.tui.screens.acctwindow import stepped, window_keys
 from cockpit.tui.rows import Column, Row, build_table, duration
 from cockpit.tui.widgets.crumbs import Breadcrumb
 from cockpit.tui.widgets.vtable import VTable
-from cockpit.tui.services import ClusterBound, ClusterServices
+from cockpit.tui.services import ClusterBound, ClusterServices, host_of
 
 WINDOWS = ("1h", "1d", "7d")
 COLUMNS = (
@@ -62,7 +63,7 @@ def rows_table(jobs: tuple[JobRecord, ...]):
     return build_table(rows, None, None, False)
 
 
-class HistoryScreen(ClusterBound, Screen):
+class HistoryScreen(ClusterBound, ScreenOffers, Screen):
     BINDINGS = [
         Binding("escape,q", "app.pop_screen", "Back", id="history.back"),
         *window_keys("history"),
@@ -115,7 +116,7 @@ class HistoryScreen(ClusterBound, Screen):
     async def load(self) -> None:
         from cockpit.core.accounting import history, job_query, parse_since, require_accounting
 
-        now = self.app.clock()
+        now = host_of(self).clock()
         self.query_one("#history-title", Static).update(Text(f" finished jobs, last {self.window} ([ ]: hour/day/week)"))
         self._status(f"asking accounting for the jobs that ended in the last {self.window} …")
         try:
@@ -175,7 +176,7 @@ def job_text(job: JobRecord, eff: Any) -> Text:
     return t
 
 
-class FinishedJobScreen(ClusterBound, Screen):
+class FinishedJobScreen(ClusterBound, ScreenOffers, Screen):
     """One job as accounting recorded it, with its CPU, memory and GPU efficiency."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="finished.back")]

@@ -19,6 +19,7 @@ from cockpit.core.joblog import JobLogError, JobOutput
 from cockpit.errors import CockpitError
 from cockpit.models import Job
 from cockpit.text import clean
+from cockpit.tui.services import host_of
 from cockpit.tui.widgets.crumbs import Breadcrumb
 
 # (job, stderr) -> its output (or an awaitable of it); raises JobLogError
@@ -55,14 +56,11 @@ class JobLogScreen(Screen):
     def action_toggle_stream(self) -> None:
         self.stderr = not self.stderr
         self._start()
-        refresh = getattr(self.app, "update_crumbs", None)
-        if refresh is not None:
-            refresh()
+        host_of(self).update_crumbs()
 
     def action_copy_path(self) -> None:
-        copy = getattr(self.app, "copy_value", None)
-        if copy is not None and self.source:
-            copy(self.source, "the output path")
+        if self.source:
+            host_of(self).copy_value(self.source, "the output path")
 
     def _start(self) -> None:
         self.following = False

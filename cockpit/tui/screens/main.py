@@ -13,6 +13,7 @@ from textual.widgets import ContentSwitcher, Footer, Input, Static
 
 from cockpit.text import clean
 from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
+from cockpit.tui.services import host_of
 from cockpit.tui.widgets.header import CockpitHeader, StaleBanner
 from cockpit.tui.widgets.pulse import PulseView
 from cockpit.tui.widgets.views import TABLE_VIEWS, TableView
@@ -105,7 +106,7 @@ class MainScreen(Screen):
 
     def on_pulse_view_updated(self, message: PulseView.Updated) -> None:
         self.views["jobs"].set_extras(self.pulse.extras, visible=self.current == "jobs")
-        watch = getattr(self.app, "output_watch", None)
+        watch = host_of(self).output_watch
         if watch is not None and self.pulse.candidates is not None:
             watch.watch(self.pulse.candidates)
 

@@ -23,7 +23,7 @@ from cockpit.errors import CockpitError
 from cockpit.hostlist import collapse
 from cockpit.text import clean
 from cockpit.tui.widgets.crumbs import Breadcrumb
-from cockpit.tui.services import ClusterBound, ClusterServices
+from cockpit.tui.services import ClusterBound, ClusterServices, host_of
 
 
 def _when(t: int | None, now: float) -> str:
@@ -101,7 +101,7 @@ class ReservationsScreen(ClusterBound, Screen):
             self.query_one("#res-body", Static).update(self._body(snap))
 
     def _body(self, snap):
-        return Group(reservations_renderable(self._items, snap, self.app.clock(), self.size.width),
+        return Group(reservations_renderable(self._items, snap, host_of(self).clock(), self.size.width),
                      Text("\n" + self._cost, style="dim"))
 
     def on_resize(self) -> None:

@@ -24,6 +24,7 @@ from textual.widgets import Footer, RichLog, Static
 
 from cockpit.core.joblog import JobLogError, tail_lines
 from cockpit.errors import CockpitError
+from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import clean, sanitize
 from cockpit.tui.widgets.crumbs import Breadcrumb
 from cockpit.tui.services import ClusterBound, ClusterServices
@@ -42,7 +43,7 @@ def config_value(text: str, key: str) -> str:
     return ""
 
 
-class SlurmTextScreen(ClusterBound, Screen):
+class SlurmTextScreen(ClusterBound, ScreenOffers, Screen):
     """A title and text lines; ``r`` asks again, ``y`` copies what the title names."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="slurmtext.back"),

@@ -21,10 +21,11 @@ from textual.widgets import Footer, Static
 
 from cockpit.errors import CockpitError
 from cockpit.models import ClusterSnapshot, Job
+from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import clean
 from cockpit.tui.rows import limit_text
 from cockpit.tui.widgets.crumbs import Breadcrumb
-from cockpit.tui.services import ClusterBound, ClusterServices
+from cockpit.tui.services import ClusterBound, ClusterServices, host_of
 
 # Slurm's pending reasons (squeue(1) "JOB REASON CODES"), said plainly, with what unblocks them.
 REASONS = {
@@ -104,7 +105,7 @@ def glance(job: Job, snap: ClusterSnapshot | None) -> Text:
     return t
 
 
-class WhyPendingScreen(ClusterBound, Screen):
+class WhyPendingScreen(ClusterBound, ScreenOffers, Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="whypending.back")]
     DEFAULT_CSS = "WhyPendingScreen #wp-title { background: $panel; text-style: bold; height: 1; }"
     crumb = "why pending"
@@ -138,7 +139,7 @@ class WhyPendingScreen(ClusterBound, Screen):
         out = self.query_one("#wp-detail", Static)
         try:
             ident = self.job.display_id if "[" not in self.job.display_id else str(self.job.job_id)  # 123_[4-9]
-            w = await why_pending(self.services.backend, ident, self.app.clock())
+            w = await why_pending(self.services.backend, ident, host_of(self).clock())
         except CockpitError as exc:
             out.update(Text(f"No more detail: {clean(exc, 300)}", style="dim"))
             return

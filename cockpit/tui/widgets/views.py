@@ -23,6 +23,7 @@ from cockpit.errors import UsageError
 from cockpit.models import ClusterSnapshot
 from cockpit.tui import rows as R
 from cockpit.tui.livetable import LiveTable
+from cockpit.tui.services import host_of
 from cockpit.tui.widgets.vtable import VTable
 
 
@@ -66,10 +67,7 @@ class TableView(Vertical):
     def on_mount(self) -> None:
         from cockpit.tui.screens.tablecmds import hidden_from_config
 
-        config = getattr(self.app, "config", None)
-        if config is None:  # hosted by another App (a test's): every column
-            return
-        hidden, unknown = hidden_from_config(self, config)
+        hidden, unknown = hidden_from_config(self, host_of(self).config)  # another App's (a test's): every column
         self.table.hide_columns(hidden)
         for label in unknown:
             self.app.notify(f"[tui] hidden_columns_{self.kind}: {self.title} has no column {label!r}",
