@@ -93,34 +93,30 @@ class Fleet:
         return link
 
     # -- the watches' readings (cockpit/tui/watches.py) ------------------------
-    def telemetry_in(self, cluster: str, telemetry: Any) -> ClusterLink | None:
-        """A cluster's new GPU readings: kept on its link, shown while it is in front."""
+    def _keep(self, cluster: str, field: str, value: Any, show: Any) -> ClusterLink | None:
+        """Keep a watch's reading on its cluster's link; ``show`` it while that cluster is in front."""
         link = self.link_of(cluster)
-        if link is None:
-            return None
-        link.telemetry = dict(telemetry)
-        if link is self.current:
-            self.app.main.update_telemetry(link.telemetry)
-        watch_behind(self.app, link)  # new evidence, new suspects: their nodes to read
+        if link is not None:
+            setattr(link, field, value)
+            if link is self.current:
+                show(value)
+        return link
+
+    def telemetry_in(self, cluster: str, telemetry: Any) -> ClusterLink | None:
+        """A cluster's new GPU readings (its link, or None for a cluster not opened)."""
+        link = self._keep(cluster, "telemetry", dict(telemetry), self.app.main.update_telemetry)
+        if link is not None:
+            watch_behind(self.app, link)  # new evidence, new suspects: their nodes to read
         return link
 
     def outputs_in(self, cluster: str, mtimes: dict[int, float]) -> None:
-        link = self.link_of(cluster)
-        if link is None:
-            return
-        link.outputs = mtimes
-        if link is self.current:
-            self.app.main.update_outputs(mtimes)
-        watch_behind(self.app, link)
+        link = self._keep(cluster, "outputs", mtimes, self.app.main.update_outputs)
+        if link is not None:
+            watch_behind(self.app, link)
 
     def controller_in(self, cluster: str, line: str | None) -> None:
-        link = self.link_of(cluster)
-        if link is None:
-            return
-        link.controller_line = line
-        if link is self.current:
-            self.app.main.update_controller(line)
-        self.tick_fleet()  # the fleet Pulse names the cluster whose controller is unhealthy
+        if self._keep(cluster, "controller_line", line, self.app.main.update_controller) is not None:
+            self.tick_fleet()  # the fleet Pulse names the cluster whose controller is unhealthy
 
     def flapping_in(self, link: ClusterLink, names: frozenset[str]) -> None:
         """The flapping kind of ``link``'s poller delivers here: the Nodes view's mark, while in front."""
