@@ -10,6 +10,7 @@ suspects' output-silent and idle-GPU evidence, and its own flapping marks."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -191,3 +192,25 @@ async def test_a_cluster_not_in_front_gets_its_suspects_evidence_and_its_own_fla
         assert app.main.pulse.outputs is lb.outputs and app.main.pulse.telemetry is lb.telemetry
         await switch(pilot, app, "a")
         assert nodes.flapping == la.flapping and a.xid_node in nodes.flapping
+
+
+async def test_a_node_detail_of_b_gets_b_s_readings_after_a_switch_to_a():
+    from cockpit.tui.screens.detail import NodeDetailScreen
+
+    app, a, b = two()
+    async with app.run_test(size=(150, 40)) as pilot:
+        await settle(pilot, app)
+        await switch(pilot, app, "b")
+        await pilot.press("colon", *"node b-gpu01", "enter")
+        detail = await wait_until(pilot, lambda: isinstance(app.screen, NodeDetailScreen) and app.screen,
+                                  "b-gpu01's detail")
+        await wait_for_text(pilot, "100% util", "b's readings in b's node detail")
+        await pilot.press("colon", *"cluster a", "enter")  # from the detail's own command line
+        await wait_until(pilot, lambda: app.services.name == "a", "the switch to a")
+        assert app.screen is detail and detail.services.name == "b"
+        lb = app.fleet.links["b"]
+        b.gpus = {"b-gpu01": [as_gpu(IDLE, 0), as_gpu(LOAD, 1)]}
+        lb.poller.ask(TELEMETRY)  # b's next read: its detail's node, b in the background
+        text = await wait_for_text(pilot, lambda t: re.search(r"(?<!\d)0% util", t), "b's next reading in b's detail")
+        assert lb.telemetry[("b-gpu01", 0)]["util"] == 0.0 and "b-gpu01" in text
+        assert not any(n.startswith("b-") for n in smi_nodes(a))
