@@ -1,4 +1,4 @@
-"""Which nodes flap: the ``flapping`` kind of the App's poller (no Textual here).
+"""Which nodes flap: the ``flapping`` kind of each cluster's poller (no Textual here).
 
 Every ``[refresh] flapping`` seconds (0: never) one sacctmgr query reads every node's
 drain/down events of the last FLAP_WINDOW_S (cockpit.core.nodehistory.flapping_nodes);

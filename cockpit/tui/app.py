@@ -1,8 +1,11 @@
-"""CockpitApp: takes its backend as an argument, runs the one poller, routes snapshots.
+"""CockpitApp: takes its backend as an argument, runs a poller per cluster, routes snapshots.
 
 Data flow: backend -> Poller (cockpit.core.poller) -> SnapshotUpdated message ->
-MainScreen -> the views (rows built in worker threads) -> VTable. GPU telemetry
-is a node kind of the same poller (cockpit/tui/telemetry.py) -> TelemetryUpdated.
+MainScreen -> the views (rows built in worker threads) -> VTable. Each cluster's
+GPU telemetry, output watch, controller health and flapping marks are node kinds
+of its own poller (cockpit/tui/watches.py) -> TelemetryUpdated, OutputUpdated,
+ControllerUpdated naming the cluster; the App keeps each cluster's latest on its
+link (cockpit/tui/clusters.py) and shows the readings of the cluster in front.
 
 The App declares what it offers: its keys (``BINDINGS``, each with an id a
 keymap can rebind; the main screen and the tables declare theirs), its palette
@@ -12,8 +15,7 @@ through the entry point, their keys (KeySpecs), screens and commands
 helpers it owns: :class:`~cockpit.tui.acting.ActionFlows` (a, f, P),
 :class:`~cockpit.tui.viewing.Viewers` (y, d, L, A) and
 :class:`~cockpit.tui.openers.PluginOpeners` (plugin screens and checks).
-The output watch (cockpit/tui/outputwatch.py) is one more node kind of the
-poller. The path of the screen stack (``Jobs › 48213 › dgx001``) is kept in
+The path of the screen stack (``Jobs › 48213 › dgx001``) is kept in
 ``sub_title`` for the breadcrumbs.
 """
 
@@ -32,27 +34,25 @@ from textual.screen import ModalScreen
 
 from cockpit.config import Config
 from cockpit.core.actions import Actions
-from cockpit.core.flapwatch import KIND as FLAPPING, FlappingWatch
 from cockpit.core.poller import Poller, PollStatus
 from cockpit.models import ClusterSnapshot
 from cockpit.text import clean
 from cockpit.tui.acting import ActionFlows
 from cockpit.tui.clusters import Fleet
 from cockpit.tui.fleet import ClusterLink, probes_for
-from cockpit.tui.accounting import show_flapping
 from cockpit.tui.viewing import Viewers
 from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.keyhelp import KEY_HELP, key_sections
 from cockpit.tui.messages import SnapshotUpdated, StatusUpdated, TelemetryUpdated
 from cockpit.tui.openers import PluginOpeners
-from cockpit.tui.controllerwatch import KIND as CONTROLLER, ControllerUpdated, ControllerWatch
-from cockpit.tui.outputwatch import KIND as OUTPUT, OutputUpdated, OutputWatch, output_blocker
+from cockpit.tui.controllerwatch import ControllerUpdated, ControllerWatch
+from cockpit.tui.outputwatch import OutputUpdated, OutputWatch
 from cockpit.tui.plugin_support import PluginRegistry, normalize_key
 from cockpit.tui.screens.detail import DetailScreen, NodeDetailScreen
 from cockpit.tui.screens.help import KeysScreen, QuitScreen
 from cockpit.tui.screens.main import MainScreen
 from cockpit.tui.selection import nodes_in_view
-from cockpit.tui.telemetry import KIND as TELEMETRY, LiveTelemetry, telemetry_blocker, visible_gpu_nodes
+from cockpit.tui.telemetry import KIND as TELEMETRY, LiveTelemetry, visible_gpu_nodes
 from cockpit.tui.widgets.crumbs import app_title
 from cockpit.tui.widgets.pulse import PulseView
 from cockpit.tui.widgets.vtable import VTable
@@ -103,13 +103,14 @@ class CockpitApp(App):
         """``probes``: the backend's probe runner unless given; ``plugins``: loaded
         through the entry point unless given; ``fleet``: the other clusters' (backend,
         config), each polled on its own (``cockpit --cluster all``); ``unopened``: the
-        clusters that could not be opened, and why. GPU telemetry, the output watch,
-        the controller's health and the flapping marks are the first cluster's."""
+        clusters that could not be opened, and why. Every cluster has its own GPU
+        telemetry, output watch, controller health and flapping marks (from its own
+        config), shown while it is in front. Raises ConfigError for an unusable
+        Prometheus setting of the first cluster."""
         super().__init__()
         self.config = config or Config()
         self.read_only = read_only
         self.clock = clock
-        self.telemetry: dict = {}
         self.probes = probes if probes is not None else probes_for(backend, self.config)
         self.fleet = Fleet(self, ClusterLink(backend, self.config, read_only=read_only, probes=self.probes,
                                              confirm=self._dialog_confirm), fleet, unopened or {})
@@ -119,29 +120,15 @@ class CockpitApp(App):
         self.plugins = plugins if plugins is not None else PluginRegistry.load()
         self.title = app_title(self.simulated)  # every pushed screen's header says SIMULATED in the demo
         self._add_plugin_keys()
-        why = telemetry_blocker(self.config, self.probes, self.simulated)
-        self.telemetry_state = why or "on"
-        self.live_telemetry = None if why else LiveTelemetry(self, self.probes, self.config.refresh.telemetry, clock)
-        node_kinds = self.live_telemetry.node_kinds() if self.live_telemetry else {}
-        local, remote, off = output_blocker(self.config, self.probes, self.simulated)
-        self._output_watch = OutputWatch(self, self.probes, self.config.tui.watch_output, local=local,
-                                         remote=remote) if not off else None
-        if self._output_watch is not None:
-            node_kinds[OUTPUT] = self._output_watch.node_kind()
-        self.controller_watch = ControllerWatch(self, backend)  # asks nothing of the demo
-        node_kinds[CONTROLLER] = self.controller_watch.node_kind()
-        self.flapping_watch = FlappingWatch(backend, clock, lambda names: show_flapping(self, names),
-                                            self.config.refresh.flapping)  # the Nodes view's flapping mark
-        if self.flapping_watch.available:
-            node_kinds[FLAPPING] = self.flapping_watch.node_kind()
-        self.poller: Poller = self.fleet.start_pollers(clock, node_kinds)  # the first cluster's
+        self.fleet.start_pollers(clock)  # each with its cluster's watches as node kinds
         self._poll = poll
         self.hints: dict[int, dict[str, Any]] = {}  # job id -> what a runbook found (the straggler's node)
+        first = self.fleet.first
         self.main = MainScreen(clock, self.config.tui.max_cell_width, silent_after=self.config.tui.silent_after,
-                               watching=off)
+                               watching=first.watching)
         for view in ("gpus", "jobs"):
-            self.main.views[view].telemetry_off = why
-        self.main.pulse.tracker = self.fleet.current.tracker  # each cluster's recent changes are its own
+            self.main.views[view].telemetry_off = first.telemetry_off
+        self.main.pulse.tracker = first.tracker  # each cluster's recent changes are its own
         if self.config.tui.theme in self.available_themes:
             self.theme = self.config.tui.theme
 
@@ -186,10 +173,30 @@ class CockpitApp(App):
         self.fleet.current.status = status
 
     @property
+    def poller(self) -> Poller:
+        return self.fleet.current.poller
+
+    # the watches of the cluster in front (each cluster has its own: cockpit/tui/watches.py)
+    @property
+    def telemetry(self) -> dict:
+        return self.fleet.current.telemetry
+
+    @property
+    def live_telemetry(self) -> LiveTelemetry | None:
+        return self.fleet.current.live_telemetry
+
+    @property
+    def telemetry_state(self) -> str:
+        return self.fleet.current.telemetry_state
+
+    @property
     def output_watch(self) -> OutputWatch | None:
-        """The first cluster's output watch, while it is the one in front (it stats that
-        cluster's files through that cluster's probe runner)."""
-        return self._output_watch if self.fleet.on_first() else None
+        """Its output watch: the Pulse hands it the jobs to watch (they are its cluster's)."""
+        return self.fleet.current.output_watch
+
+    @property
+    def controller_watch(self) -> ControllerWatch:
+        return self.fleet.current.controller_watch
 
     @property
     def simulated(self) -> bool:
@@ -222,8 +229,7 @@ class CockpitApp(App):
         if self._poll:
             self.fleet.run_pollers()
         self.set_interval(1.0, self._tick)
-        if self.live_telemetry is not None:  # its panel in place before the GPU view is first laid out
-            self.call_after_refresh(self.live_telemetry.tick)
+        self.call_after_refresh(self._tick_telemetry)  # the panels in place before the GPU view is first laid out
 
     async def on_unmount(self) -> None:
         """Stop the node reads in flight and close the probe runners' connections."""
@@ -236,8 +242,12 @@ class CockpitApp(App):
         table = self.main.active_table() if self.screen is self.main else None
         if table is not None:
             table.refresh_live()
-        if self.live_telemetry is not None:
-            self.live_telemetry.tick()
+        self._tick_telemetry()
+
+    def _tick_telemetry(self) -> None:
+        for link in self.fleet.links.values():  # each cluster's: its panel, the nodes new to it
+            if link.live_telemetry is not None:
+                link.live_telemetry.tick()
 
     # -- messages --------------------------------------------------------
     def on_snapshot_updated(self, message: SnapshotUpdated) -> None:
@@ -265,24 +275,21 @@ class CockpitApp(App):
         self.main.update_header()
 
     def on_telemetry_updated(self, message: TelemetryUpdated) -> None:
-        self.set_telemetry(message.telemetry)
+        link = self.fleet.telemetry_in(message.cluster, message.telemetry)
+        if link is None:
+            return
         screen = self.screen
-        first = self.fleet.first
-        if (isinstance(screen, NodeDetailScreen) and screen.is_mounted and first.snapshot is not None
-                and self.fleet.shows(screen, first)):
-            screen.refresh_snapshot(first.snapshot)  # its GPU lines carry the readings (the first cluster's)
-        if self.live_telemetry is not None:
-            self.live_telemetry.tick()
+        if (isinstance(screen, NodeDetailScreen) and screen.is_mounted and link.snapshot is not None
+                and self.fleet.shows(screen, link)):
+            screen.refresh_snapshot(link.snapshot)  # its GPU lines carry the readings of its own cluster
+        if link.live_telemetry is not None:
+            link.live_telemetry.tick()
 
     def on_output_updated(self, message: OutputUpdated) -> None:
-        self.fleet.outputs = message.mtimes  # the first cluster's jobs
-        if self.fleet.on_first():
-            self.main.update_outputs(message.mtimes)
+        self.fleet.outputs_in(message.cluster, message.mtimes)
 
     def on_controller_updated(self, message: ControllerUpdated) -> None:
-        self.fleet.controller_line = message.line  # the first cluster's slurmctld
-        if self.fleet.on_first():
-            self.main.update_controller(message.line)
+        self.fleet.controller_in(message.cluster, message.line)
 
     def on_pulse_view_updated(self, message: PulseView.Updated) -> None:
         if self.live_telemetry is not None:  # the new suspects' GPUs read now, not at the next tick (up to 1 s)
@@ -294,8 +301,11 @@ class CockpitApp(App):
             self.poller.ask(TELEMETRY)  # its rows are on screen now: read them now, not at the next look
 
     def on_node_detail_screen_shown(self, message: NodeDetailScreen.Shown) -> None:
-        if self.live_telemetry is not None:
-            self.poller.ask(TELEMETRY, (message.node,))
+        shown = next((s for s in reversed(self.screen_stack)
+                      if isinstance(s, NodeDetailScreen) and str(s.key) == message.node), self.screen)
+        link = self.fleet.bound_to(shown)  # the node is of the cluster its detail was opened for
+        if link.live_telemetry is not None:
+            link.poller.ask(TELEMETRY, (message.node,))
 
     def on_plugin_finished(self, message: Any) -> None:
         self.on_plugin_facts(message)
@@ -310,11 +320,8 @@ class CockpitApp(App):
                                                         if k in facts}
 
     def set_telemetry(self, telemetry) -> None:
-        """Replace the live GPU telemetry shown in the GPU view and node details."""
-        self.telemetry = dict(telemetry)
-        self.fleet.first.telemetry = self.telemetry
-        if self.fleet.on_first():  # the readings are of the first cluster's nodes
-            self.main.update_telemetry(self.telemetry)
+        """Replace the live GPU telemetry of the cluster in front (the GPU view, node details)."""
+        self.fleet.telemetry_in(self.fleet.current.name, telemetry)
 
     # -- screens and where we are -------------------------------------------
     def push_screen(self, *args: Any, **kwargs: Any) -> Any:
@@ -466,12 +473,13 @@ class CockpitApp(App):
 
     def action_telemetry_now(self) -> None:
         """Poll the GPUs of the selection (nodes, or a job's nodes) and of the rows in view now."""
-        if self.live_telemetry is None:
-            self.notify(f"GPU telemetry is {self.telemetry_state}", severity="warning")
+        link = self.fleet.bound_to(self.screen)  # a node detail's cluster, else the one in front
+        if link.live_telemetry is None:
+            self.notify(f"GPU telemetry is {link.telemetry_state}", severity="warning")
             return
         nodes = nodes_in_view(self) | visible_gpu_nodes(self)
         if not nodes:
             self.notify("select nodes, a job or open the GPU view to poll their GPUs", severity="warning")
             return
-        self.live_telemetry.ask(nodes)
+        link.live_telemetry.ask(nodes)
         self.notify(f"polling GPU telemetry of {len(nodes)} node(s)")

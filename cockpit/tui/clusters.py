@@ -1,12 +1,15 @@
 """The App's clusters (``cockpit --cluster all``): which one the main views show,
-one poller each, and where each poll's snapshot goes.
+one poller each, and where each poll's snapshot and each watch's reading goes.
 
-The first cluster (the first ``[clusters.NAME]`` by name) also carries GPU
-telemetry, the output watch, the controller's health line and the flapping
-marks; the others bring their snapshots, their probe runner and their gate.
-Switching (``:cluster NAME``, ``c`` then Enter) changes what the main views show
-and what a screen opened from now on is handed; screens already open stay on
-their cluster (cockpit/tui/services.py).
+Every cluster brings its snapshots, its probe runner, its gate and its watches:
+GPU telemetry, the output watch, the controller's health line and the flapping
+marks, node kinds of its own poller (cockpit/tui/watches.py). Their readings are
+kept on the cluster's link and shown only while it is in front, so one cluster's
+never shows for another. Switching (``:cluster NAME``, ``c`` then Enter) changes
+what the main views show (that cluster's snapshot and readings, at once) and what
+a screen opened from now on is handed; screens already open stay on their
+cluster (cockpit/tui/services.py). A message naming no cluster (a session without
+``[clusters.NAME]``, a test's) is the first cluster's.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from typing import Any
 
 from cockpit.config import Config
 from cockpit.models import ClusterSnapshot
+from cockpit.tui.accounting import show_flapping
 from cockpit.tui.fleet import ClusterLink, probes_for
 from cockpit.tui.messages import SnapshotUpdated
 from cockpit.tui.services import ClusterBound
+from cockpit.tui.watches import attach_watches, watch_behind
 
 
 class Fleet:
@@ -33,8 +38,6 @@ class Fleet:
                                                      probes=probes_for(backend, config), confirm=first._confirm)
         self.unopened = dict(unopened)  # name -> why it could not be opened (the fleet Pulse says so)
         self.current = first
-        self.outputs: dict[int, float] = {}  # the first cluster's output mtimes (shown while it is in front)
-        self.controller_line: str | None = None
 
     # -- what there is --------------------------------------------------
     @property
@@ -44,8 +47,14 @@ class Fleet:
     def names(self) -> list[str]:
         return list(self.links)
 
-    def on_first(self) -> bool:
-        return self.current is self.first
+    def link_of(self, cluster: str) -> ClusterLink | None:
+        """The link a message names ('' is the first cluster's); None for a cluster not opened."""
+        return self.links.get(cluster) or (self.first if not cluster else None)
+
+    def bound_to(self, screen: Any) -> ClusterLink:
+        """The cluster ``screen`` shows: its own when bound to one, else the one in front."""
+        bound = screen._services if isinstance(screen, ClusterBound) else None  # noqa: SLF001
+        return bound if isinstance(bound, ClusterLink) else self.current
 
     def shows(self, screen: Any, link: ClusterLink) -> bool:
         """Whether ``screen`` shows ``link``'s data: its own cluster's when bound, else the one in front."""
@@ -53,12 +62,13 @@ class Fleet:
         return (bound is link) if bound is not None else (link is self.current)
 
     # -- pollers -------------------------------------------------------
-    def start_pollers(self, clock: Any, first_kinds: dict) -> Any:
-        """One poller per cluster, each with its own intervals; returns the first's."""
+    def start_pollers(self, clock: Any) -> None:
+        """One poller per cluster, each with its own intervals and its own watches as node
+        kinds. Raises ConfigError for the first cluster's unusable Prometheus setting (another
+        cluster's turns its telemetry off, saying why)."""
         for link in self.links.values():
-            link.start_poller(self._poster(link.name), clock=clock,
-                              node_kinds=first_kinds if link is self.first else None)
-        return self.first.poller
+            kinds = attach_watches(self.app, link, clock, strict=link is self.first)
+            link.start_poller(self._poster(link.name), clock=clock, node_kinds=kinds)
 
     def _poster(self, name: str) -> Any:
         async def on_poll(snap: ClusterSnapshot, status: Any) -> None:
@@ -76,16 +86,51 @@ class Fleet:
         self.app.run_worker(run_all(), name="poller", group="poller", exclusive=True)
 
     def received(self, message: SnapshotUpdated) -> ClusterLink | None:
-        # a message naming no cluster (a test's, a replay's) is the first cluster's
-        link = self.links.get(message.cluster) or (self.first if not message.cluster else None)
+        link = self.link_of(message.cluster)
         if link is not None:
             link.snapshot, link.status = message.snapshot, message.status
+            watch_behind(self.app, link)  # a cluster not in front: its jobs to watch, from its own snapshot
         return link
+
+    # -- the watches' readings (cockpit/tui/watches.py) ------------------------
+    def _keep(self, cluster: str, field: str, value: Any, show: Any) -> ClusterLink | None:
+        """Keep a watch's reading on its cluster's link; ``show`` it while that cluster is in front."""
+        link = self.link_of(cluster)
+        if link is not None:
+            setattr(link, field, value)
+            if link is self.current:
+                show(value)
+        return link
+
+    def telemetry_in(self, cluster: str, telemetry: Any) -> ClusterLink | None:
+        """A cluster's new GPU readings (its link, or None for a cluster not opened)."""
+        link = self._keep(cluster, "telemetry", dict(telemetry), self.app.main.update_telemetry)
+        if link is not None:
+            watch_behind(self.app, link)  # new evidence, new suspects: their nodes to read
+        return link
+
+    def outputs_in(self, cluster: str, mtimes: dict[int, float]) -> None:
+        link = self._keep(cluster, "outputs", mtimes, self.app.main.update_outputs)
+        if link is not None:
+            watch_behind(self.app, link)
+
+    def controller_in(self, cluster: str, line: str | None) -> None:
+        if self._keep(cluster, "controller_line", line, self.app.main.update_controller) is not None:
+            self.tick_fleet()  # the fleet Pulse names the cluster whose controller is unhealthy
+
+    def flapping_in(self, link: ClusterLink, names: frozenset[str]) -> None:
+        """The flapping kind of ``link``'s poller delivers here: the Nodes view's mark, while in front."""
+        link.flapping = frozenset(names)
+        if link is self.current:
+            show_flapping(self.app, link.flapping)
 
     def tick(self) -> None:
         """Every cluster's status now (age, stale): the header, the banner and the fleet Pulse."""
         for link in self.links.values():
             link.status = link.poll_status()
+        self.tick_fleet()
+
+    def tick_fleet(self) -> None:
         from cockpit.tui.screens.fleet import FleetScreen
 
         for screen in self.app.screen_stack:
@@ -120,17 +165,28 @@ class Fleet:
             for table in (getattr(view, "table", None), getattr(view, "suspects", None), getattr(view, "bad", None)):
                 if table is not None:
                     table.unmark(None)
-        self.current = link
-        main.pulse.tracker = link.tracker
-        first = link is self.first
-        main.update_telemetry(self.app.telemetry if first else {})
-        main.update_outputs(self.outputs if first else {})
-        main.update_controller(self.controller_line if first else None)
+        left, self.current = self.current, link
+        self._show_readings(link)
         main.update_snapshot(link.snapshot or ClusterSnapshot(source=f"{name}: waiting for its first data"))
         link.status = link.poll_status()
         main.update_header()
         self.app.update_crumbs()
+        watch_behind(self.app, left)  # no Pulse picks for the cluster left any more
+        for other in self.links.values():  # its telemetry panel shown, the others' hidden, now
+            if other.live_telemetry is not None:
+                other.live_telemetry.tick()
         return ""
+
+    def _show_readings(self, link: ClusterLink) -> None:
+        """The main views get ``link``'s readings, and nothing of the cluster left."""
+        main = self.app.main
+        main.pulse.switch_cluster(link.tracker, telemetry=link.telemetry, outputs=link.outputs,
+                                  watching=link.watching)
+        for kind in ("gpus", "jobs"):
+            main.views[kind].telemetry_off = link.telemetry_off
+        main.views["gpus"].set_telemetry(link.telemetry, visible=main.current == "gpus")
+        main.update_controller(link.controller_line)
+        show_flapping(self.app, link.flapping)
 
     def open_pulse(self) -> None:
         from cockpit.tui.screens.fleet import FleetScreen

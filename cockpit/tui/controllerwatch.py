@@ -1,8 +1,9 @@
-"""Is slurmctld healthy? The ``controller`` kind of the App's poller: ``sdiag``
-through the backend (the CLI's runner, pyslurm's local commands, a replay's
-recorded sdiag.txt) every CONTROLLER_INTERVAL seconds, judged by
-cockpit.core.schedhealth; the Pulse shows one line while something is wrong.
-A backend that cannot read it (the demo) is never asked."""
+"""Is slurmctld healthy? The ``controller`` kind of each cluster's poller: ``sdiag``
+through that cluster's backend (the CLI's runner, pyslurm's local commands, a
+replay's recorded sdiag.txt) every CONTROLLER_INTERVAL seconds, judged by
+cockpit.core.schedhealth; the Pulse shows one line while something is wrong with
+the cluster in front, the fleet Pulse one per cluster. A backend that cannot read
+it (the demo) is never asked."""
 
 from __future__ import annotations
 
@@ -23,14 +24,15 @@ CONTROLLER_INTERVAL = 30.0
 
 
 class ControllerUpdated(Message):
-    """The Pulse's controller line: None while slurmctld looks healthy (or could not be read)."""
+    """The Pulse's controller line of ``cluster`` ('' for the one cluster of a session
+    without [clusters.NAME]): None while slurmctld looks healthy (or could not be read)."""
 
-    def __init__(self, line: str | None) -> None:
+    def __init__(self, line: str | None, cluster: str = "") -> None:
         super().__init__()
-        self.line = line
+        self.line, self.cluster = line, cluster
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, ControllerUpdated)
+        return isinstance(message, ControllerUpdated) and message.cluster == self.cluster
 
 
 def _reader(backend: Any):
@@ -39,8 +41,10 @@ def _reader(backend: Any):
 
 
 class ControllerWatch:
-    def __init__(self, app: CockpitApp, backend: Any, interval: float = CONTROLLER_INTERVAL) -> None:
-        self.app, self.interval = app, interval
+    def __init__(self, app: CockpitApp, backend: Any, interval: float = CONTROLLER_INTERVAL, *,
+                 cluster: str = "") -> None:
+        """``backend``: the cluster's whose slurmctld is judged; ``cluster``: its name, in the messages."""
+        self.app, self.interval, self.cluster = app, interval, cluster
         self.read = None if backend.capabilities().simulated else _reader(backend)
         self.error = ""
 
@@ -59,4 +63,4 @@ class ControllerWatch:
         return headline(judge(stats))
 
     def deliver(self, _nodes: tuple[str, ...], line: str | None) -> None:
-        self.app.post_message(ControllerUpdated(line))
+        self.app.post_message(ControllerUpdated(line, self.cluster))

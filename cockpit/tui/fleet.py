@@ -2,10 +2,14 @@
 
 Each link owns its backend, its config (audit lines name the cluster, its own
 poller intervals from ``[clusters.NAME] refresh_*``), its poller, its latest
-snapshot and status, its probe runner and its gate. The App shows one link in
-its main views (the cluster in front) and keeps every poller running, so a
-cluster that stops answering is stale on its own while the others stay fresh.
-A link is what screens are handed (cockpit/tui/services.py).
+snapshot and status, its probe runner and its gate; and its watches, node kinds
+of its own poller made from its own config (cockpit/tui/watches.py): GPU
+telemetry, the output watch, the controller's health and the flapping marks,
+whose latest readings it keeps. The App shows one link in its main views (the
+cluster in front) and keeps every poller running, so a cluster that stops
+answering is stale on its own while the others stay fresh, and a switch shows
+the readings of the cluster switched to at once. A link is what screens are
+handed (cockpit/tui/services.py).
 """
 
 from __future__ import annotations
@@ -46,16 +50,42 @@ class ClusterLink:
         self.snapshot: ClusterSnapshot | None = None
         self.status: PollStatus | None = None
         self.poller: Poller | None = None
-        self.telemetry: dict = {}  # live GPU readings of its nodes (the first cluster's only)
         self.tracker = ChangeTracker()  # the Pulse's recent changes of this cluster, kept across switches
+        # its watches (cockpit/tui/watches.py: attach_watches), None where off
+        self.live_telemetry: Any = None
+        self.telemetry_off = ""  # why its GPU telemetry is off ('' when on)
+        self.output_watch: Any = None
+        self.watching = ""  # why its output watch is off ('' when on)
+        self.controller_watch: Any = None
+        self.flapping_watch: Any = None
+        # their latest readings, each replaced whole (never changed in place: workers read them)
+        self.telemetry: dict = {}  # live GPU readings of its nodes by (node, GPU index)
+        self.outputs: dict[int, float] = {}  # job id -> when its output last changed
+        self.controller_line: str | None = None  # slurmctld's health line, None while healthy
+        self.flapping: frozenset[str] = frozenset()  # its nodes drained or down 3+ times lately
+        self.watch_nodes: tuple[str, ...] = ()  # its suspects' nodes while it is not in front
         self.refresh_once = False  # r while paused: un-pause for one poll
         self._confirm = confirm
         self._gate: Any = None
+        self._names: tuple[Any, frozenset[str]] = ((), frozenset())
 
     def start_poller(self, on_poll: Callable[[ClusterSnapshot, PollStatus], Awaitable[None]], *,
                      clock: Callable[[], float], node_kinds: dict | None = None) -> Poller:
         self.poller = Poller(self.backend, on_poll, intervals_of(self.config), clock=clock, node_kinds=node_kinds or {})
         return self.poller
+
+    def node_names(self) -> frozenset[str]:
+        """Its nodes' names, in its latest snapshot: what its watches may ask (the main views
+        still show the cluster left for a moment after a switch, until their rows are rebuilt)."""
+        nodes = self.snapshot.nodes if self.snapshot is not None else ()
+        if self._names[0] is not nodes:
+            self._names = (nodes, frozenset(n.name for n in nodes))
+        return self._names[1]
+
+    @property
+    def telemetry_state(self) -> str:
+        """"on", or why its GPU telemetry is off ("off (...)")."""
+        return self.telemetry_off or "on"
 
     @property
     def backend_name(self) -> str:

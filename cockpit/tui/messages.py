@@ -44,11 +44,13 @@ class StatusUpdated(Message):
 
 
 class TelemetryUpdated(Message):
-    """Live GPU telemetry keyed by (node, GPU index); see TelemetryMap above."""
+    """Live GPU telemetry keyed by (node, GPU index); see TelemetryMap above. ``cluster``:
+    whose nodes ('' for the one cluster of a session without [clusters.NAME])."""
 
-    def __init__(self, telemetry: TelemetryMap) -> None:
+    def __init__(self, telemetry: TelemetryMap, cluster: str = "") -> None:
         super().__init__()
-        self.telemetry = telemetry
+        self.telemetry, self.cluster = telemetry, cluster
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, TelemetryUpdated)
+        # a newer reading of the same cluster only: one cluster's must never drop another's
+        return isinstance(message, TelemetryUpdated) and message.cluster == self.cluster

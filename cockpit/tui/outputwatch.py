@@ -1,13 +1,15 @@
-"""When each running job's output last changed: the ``output`` node kind of the App's poller.
+"""When each running job's output last changed: the ``output`` node kind of a cluster's poller.
 
-The Pulse's worker picks the jobs to watch (running, with an output path, the
-largest by GPUs first, at most MAX_WATCHED) and hands them here as
+Each cluster (cockpit/tui/fleet.py: ClusterLink) has its own watch. The Pulse's
+worker picks the jobs to watch for the cluster in front (running, with an output
+path, the largest by GPUs first, at most MAX_WATCHED), the cluster's own
+background worker for the others (cockpit/tui/watches.py), and hands them here as
 (job id, batch host, path). Every ``[tui] watch_output`` seconds the poller
 asks :meth:`OutputWatch.fetch` for the batch hosts: files readable here are
 stat-ed here (in a thread; never for a simulated cluster, whose files are on
-its simulated nodes), the others with one ``stat`` per batch host through the
-backend's probe runner (SSH on a real cluster, the demo's simulated nodes).
-The result, {job id: mtime}, goes to the App as :class:`OutputUpdated`.
+its simulated nodes), the others with one ``stat`` per batch host through that
+cluster's probe runner (SSH on a real cluster, the demo's simulated nodes).
+The result, {job id: mtime}, goes to the App as :class:`OutputUpdated`, naming the cluster.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from cockpit.errors import CockpitError
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
+    from cockpit.tui.fleet import ClusterLink
 
 KIND = "output"
 MAX_WATCHED = 256
@@ -31,14 +34,15 @@ WINDOW = 32  # batch hosts asked at once
 
 
 class OutputUpdated(Message):
-    """{job id: epoch of its output's last change} for the jobs watched."""
+    """{job id: epoch of its output's last change} for the jobs watched on ``cluster``
+    ('' for the one cluster of a session without [clusters.NAME])."""
 
-    def __init__(self, mtimes: dict[int, float]) -> None:
+    def __init__(self, mtimes: dict[int, float], cluster: str = "") -> None:
         super().__init__()
-        self.mtimes = mtimes
+        self.mtimes, self.cluster = mtimes, cluster
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, OutputUpdated)
+        return isinstance(message, OutputUpdated) and message.cluster == self.cluster
 
 
 def output_blocker(config: Any, probes: Any, simulated: bool) -> tuple[bool, bool, str]:
@@ -54,8 +58,9 @@ def output_blocker(config: Any, probes: Any, simulated: bool) -> tuple[bool, boo
 
 
 class OutputWatch:
-    def __init__(self, app: CockpitApp, probes: Any, interval: float, *, local: bool, remote: bool) -> None:
-        self.app, self.probes = app, probes
+    def __init__(self, app: CockpitApp, link: ClusterLink, interval: float, *, local: bool, remote: bool) -> None:
+        """``link``: the cluster whose jobs these are (its probe runner reads them, its poller runs this kind)."""
+        self.app, self.link, self.probes = app, link, link.probes
         self.interval = max(5.0, float(interval))
         self.local, self.remote = local, remote
         self.candidates: tuple[tuple[int, str, str], ...] = ()
@@ -68,11 +73,12 @@ class OutputWatch:
     def watch(self, candidates: Sequence[tuple[int, str, str]]) -> None:
         """The jobs to watch now: (job id, batch host, output path); jobs new to the
         watch are read at once (the poller's node kind is asked), the rest on the interval."""
-        new = tuple(candidates)
+        own = self.link.node_names()  # never another cluster's job, handed on during a switch
+        new = tuple(c for c in candidates if c[1] in own)
         fresh = {c[0] for c in new} - {c[0] for c in self.candidates}
         self.candidates = new
         if fresh:
-            self.app.poller.ask(KIND, {c[1] for c in new if c[0] in fresh})
+            self.link.poller.ask(KIND, {c[1] for c in new if c[0] in fresh})
 
     def wanted(self) -> set[str]:
         return {host for _jid, host, _path in self.candidates}
@@ -112,4 +118,4 @@ class OutputWatch:
         mtimes = {j: t for j, t in self.mtimes.items() if j in watched and j not in asked}
         mtimes.update(found)
         self.mtimes = mtimes
-        self.app.post_message(OutputUpdated(dict(mtimes)))
+        self.app.post_message(OutputUpdated(dict(mtimes), self.link.name))

@@ -188,3 +188,16 @@ def compute(snap: ClusterSnapshot, tracker: ChangeTracker, fresh: bool, now: flo
         extras=extras, candidates=_watched(index.largest_running(watch)) if fresh else None,
         watch_nodes=suspect_nodes(suspects, silent),
     )
+
+
+def behind_watch(snap: ClusterSnapshot, *, outputs: dict[int, float], telemetry: dict, usual: UsualTimes | None,
+                 now: float, silent_after: float, watch: int) -> tuple[tuple[tuple[int, str, str], ...], tuple[str, ...]]:
+    """(the jobs whose output to watch, the suspects' and silent jobs' nodes) of a cluster
+    that is not in front, by the rules :func:`compute` applies for the one in front: one
+    pass over the jobs, no tracker fed, no table built."""
+    running = [j for j in snap.jobs if j.state == "RUNNING"]
+    suspects = find_suspects(running, now, last_output=outputs, telemetry=telemetry, usual=usual,
+                             silent_after=silent_after)
+    by_id = {j.job_id: j for j in snap.jobs if j.job_id in outputs}
+    silent = [by_id[jid] for jid in sorted(by_id) if now - outputs[jid] >= silent_after]
+    return watch_candidates(running, watch), suspect_nodes(suspects, silent)

@@ -1,16 +1,20 @@
-"""Live GPU telemetry in the TUI: a node kind of the App's one poller.
+"""Live GPU telemetry in the TUI: a node kind of each cluster's poller.
 
-:class:`LiveTelemetry` gives the poller (cockpit.core.poller.NodeKind) the nodes
-to read (the GPU view's rows on screen, an open node detail, and nodes asked for
+Each cluster (cockpit/tui/fleet.py: ClusterLink) has its own :class:`LiveTelemetry`,
+made from its own config (its ``[clusters.NAME] prometheus_url``, its host) and
+probe runner. It gives that cluster's poller (cockpit.core.poller.NodeKind) the
+nodes to read (for the cluster in front: the GPU view's rows on screen and the
+Pulse's suspects; an open node detail of the cluster; the suspects' nodes the
+cluster's background worker names while it is not in front; nodes asked for
 with ``t``) and how to read them: ``nvidia-smi --query-gpu`` through the
-backend's probe runner (SSH on a real cluster, the simulated nodes in the
+cluster's probe runner (SSH on a real cluster, the simulated nodes in the
 demo), every ``[refresh] telemetry`` seconds, ``[tui] telemetry`` switching it
 off. Reads run on the app's event loop, never in a thread of their own; the
 result is joined to Slurm's GPU index -> job mapping (:mod:`cockpit.telemetry.join`)
-and posted as :class:`~cockpit.tui.messages.TelemetryUpdated`. A panel above the
-GPU view shows the poll's age, a progress bar while a poll takes long, each
-node's error, and GPUs held by a job but idle ("job 123 (alice) GPU 3: 0% util
-for 20 min").
+and posted as :class:`~cockpit.tui.messages.TelemetryUpdated`, naming the cluster.
+A panel above the GPU view shows, for the cluster in front, the poll's age, a
+progress bar while a poll takes long, each node's error, and GPUs held by a job
+but idle ("job 123 (alice) GPU 3: 0% util for 20 min").
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from cockpit.tui.screens.detail import NodeDetailScreen
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
+    from cockpit.tui.fleet import ClusterLink
 
 KIND = "telemetry"  # the poller's name for this node kind
 FLEET_KIND = "telemetry-idle"  # with Prometheus: the fleet-wide idle-GPU query
@@ -101,14 +106,17 @@ def visible_gpu_nodes(app: CockpitApp) -> set[str]:
 
 
 class LiveTelemetry:
-    """The ``telemetry`` node kind of the App's poller, and what it shows."""
+    """The ``telemetry`` node kind of one cluster's poller, and what it shows."""
 
-    def __init__(self, app: CockpitApp, probes: Any, interval: float, clock: Callable[[], float] = time.time) -> None:
-        self.app, self.clock = app, clock
-        # [telemetry] prometheus_url / --prometheus: dcgm-exporter's series instead of nvidia-smi
-        self.prometheus = prometheus_source(app.config, clock) if not app.simulated else None
-        self.probes = self.prometheus or probes  # .description for the panel
-        self.interval = max(1.0, float(interval))
+    def __init__(self, app: CockpitApp, link: ClusterLink, clock: Callable[[], float] = time.time) -> None:
+        """``link``: the cluster whose GPUs these are (its config, probe runner, poller and
+        snapshot). Raises ConfigError for an unusable Prometheus setting of its config."""
+        self.app, self.link, self.clock = app, link, clock
+        # [telemetry] prometheus_url / [clusters.NAME] prometheus_url / --prometheus:
+        # dcgm-exporter's series instead of nvidia-smi
+        self.prometheus = prometheus_source(link.config, clock) if not link.simulated else None
+        self.probes = self.prometheus or link.probes  # .description for the panel
+        self.interval = max(1.0, float(link.config.refresh.telemetry))
         self.tracker = LowUtilTracker()
         self.readings: dict[tuple[str, int], GpuTelemetry] = {}
         self.fleet_idle: dict[tuple[str, int], GpuTelemetry] = {}  # Prometheus: idle GPUs fleet-wide
@@ -126,7 +134,7 @@ class LiveTelemetry:
         return NodeKind(fetch=self.fetch, wanted=self.wanted, deliver=self.deliver, interval=self.interval)
 
     def node_kinds(self) -> dict[str, NodeKind]:
-        """The kinds for the App's poller: the nodes in view, and with Prometheus the
+        """The kinds for its cluster's poller: the nodes in view, and with Prometheus the
         fleet-wide idle GPUs (one query whose answer holds only the idle ones), so that the
         Pulse finds a job idle on GPUs nobody is looking at."""
         kinds = {KIND: self.node_kind()}
@@ -135,9 +143,16 @@ class LiveTelemetry:
                                          deliver=self.deliver_idle, interval=self.interval)
         return kinds
 
+    def post(self) -> None:
+        self.app.post_message(TelemetryUpdated(self.view_map(), self.link.name))
+
+    def in_front(self) -> bool:
+        """Whether its cluster is the one the main views show."""
+        return self.link is self.app.fleet.current
+
     def gpu_job_nodes(self) -> set[str]:
         """The fleet query's scope: nodes where a running job holds GPUs."""
-        snap = self.app.snapshot
+        snap = self.link.snapshot
         nodes = {node for node, _ in gpu_owners(snap)} if snap is not None else set()
         if not nodes:  # no GPU job runs: nothing to ask, and nothing old may linger as "idle"
             self.fleet_idle = {}
@@ -149,24 +164,28 @@ class LiveTelemetry:
             return await self.prometheus.idle_gpus(IDLE_UTIL)
         except PrometheusError:  # kept, marked stale: a 0 % that is not live is no evidence
             self.fleet_idle = {k: replace(t, stale=True) for k, t in self.fleet_idle.items()}
-            self.app.post_message(TelemetryUpdated(self.view_map()))
+            self.post()
             raise
 
     def deliver_idle(self, nodes: tuple[str, ...], idle: dict[tuple[str, int], float]) -> None:
         scope = set(nodes)
         self.fleet_idle = {k: GpuTelemetry(k[1], util_gpu=u, source="prometheus")
                            for k, u in idle.items() if k[0] in scope}
-        self.app.post_message(TelemetryUpdated(self.view_map()))
+        self.post()
 
     # -- what the poller calls (on the app's event loop) -----------------
     def wanted(self) -> set[str]:
-        """The nodes on screen (the GPU view's visible rows, an open node detail) and
-        the nodes of the Pulse's suspects and silent jobs (their GPUs' use is evidence)."""
-        nodes = visible_gpu_nodes(self.app)
-        if isinstance(self.app.screen, NodeDetailScreen):
-            nodes.add(str(self.app.screen.key))
-        nodes.update(self.app.main.pulse.watch_nodes)
-        return nodes
+        """The nodes on screen (the GPU view's visible rows, an open node detail of this
+        cluster) and the nodes of its suspects and silent jobs (their GPUs' use is
+        evidence): the Pulse's while it is in front, its background worker's otherwise."""
+        app, link = self.app, self.link
+        front = self.in_front()
+        nodes = visible_gpu_nodes(app) if front else set()
+        screen = app.screen
+        if isinstance(screen, NodeDetailScreen) and app.fleet.shows(screen, link):
+            nodes.add(str(screen.key))
+        nodes.update(app.main.pulse.watch_nodes if front else link.watch_nodes)
+        return nodes & link.node_names()
 
     async def fetch(self, nodes: tuple[str, ...]) -> TelemetryReading:
         self.polling, self.poll_started = nodes, time.monotonic()
@@ -179,7 +198,7 @@ class LiveTelemetry:
                 return await self.prometheus.read(nodes)
             except PrometheusError:  # the last values stay, marked stale; the poller backs off
                 self.readings = with_stale(TelemetryReading(self.readings)).readings
-                self.app.post_message(TelemetryUpdated(self.view_map()))
+                self.post()
                 raise
         finally:
             self.last_duration = time.monotonic() - self.poll_started
@@ -193,19 +212,19 @@ class LiveTelemetry:
         self.errors.update(reading.errors)
         self.last_poll, self.last_nodes = self.clock(), tuple(nodes)
         self.polls += 1
-        snap = self.app.snapshot
+        snap = self.link.snapshot
         if snap is not None:
             self.tracker.update(self.readings, gpu_owners(snap), now=self.clock())
-        self.app.post_message(TelemetryUpdated(self.view_map()))
+        self.post()
 
     def ask(self, nodes: set[str]) -> None:
-        """Read these nodes now (once), besides the nodes on screen."""
-        self.app.poller.ask(KIND, nodes)
+        """Read these nodes now (once), besides the nodes on screen: its cluster's only."""
+        self.link.poller.ask(KIND, set(nodes) & self.link.node_names())
 
     # -- what the views show ---------------------------------------------
     def view_map(self) -> dict[tuple[str, int], dict[str, Any]]:
         now = self.clock()
-        snap = self.app.snapshot
+        snap = self.link.snapshot
         owners = gpu_owners(snap) if snap is not None else {}
         out: dict[tuple[str, int], dict[str, Any]] = {}
         for key, t in {**self.fleet_idle, **self.readings}.items():  # a node read in full wins
@@ -219,7 +238,7 @@ class LiveTelemetry:
         return out
 
     def idle_lines(self) -> list[str]:
-        snap = self.app.snapshot
+        snap = self.link.snapshot
         if snap is None or not self.readings:
             return []
         nodes = {k[0] for k in self.readings}
@@ -229,14 +248,15 @@ class LiveTelemetry:
 
     def failure(self) -> str:
         """Why the last read failed as a whole ('' when it did not)."""
-        st = self.app.poller.node_status(KIND)
+        st = self.link.poller.node_status(KIND)
         return st.error if st.failures else ""
 
     def tick(self) -> None:
-        """Mount the panel once the GPU view exists; refresh its text and progress bar;
-        ask for the nodes on screen that were never read (a view whose rows arrived after
-        it was shown, rows scrolled into view), without waiting for the next look."""
-        if self.polling is None and not self.app.poller.node_status(KIND).failures:  # a failing kind backs off
+        """Mount the panel once the GPU view exists, shown while its cluster is in front;
+        refresh its text and progress bar; ask for the nodes wanted that were never read
+        (a view whose rows arrived after it was shown, rows scrolled into view), without
+        waiting for the next look."""
+        if self.polling is None and not self.link.poller.node_status(KIND).failures:  # a failing kind backs off
             try:
                 new = self.wanted() - self.read_once
             except Exception:  # noqa: BLE001 - the poller's own look reports a broken wanted()
@@ -247,9 +267,14 @@ class LiveTelemetry:
         view = self.app.main.views.get("gpus")
         if self.panel is None and view is not None and view.is_mounted:
             self.panel = TelemetryPanel(self)
+            self.panel.display = self.in_front()  # before it is laid out: never a flash of another cluster's
             view.mount_panel(self.panel)
         if self.panel is not None and self.panel.is_mounted:
-            self.panel.update_from(self)
+            front = self.in_front()  # each cluster's panel: only the one in front is shown
+            if self.panel.display != front:
+                self.panel.display = front
+            if front:
+                self.panel.update_from(self)
 
 
 class TelemetryPanel(Vertical):
@@ -263,7 +288,7 @@ class TelemetryPanel(Vertical):
     """
 
     def __init__(self, live: LiveTelemetry) -> None:
-        super().__init__(id="telemetry-panel")
+        super().__init__(classes="telemetry-panel")  # one per cluster in the GPU view: no id
         self.live = live
         self.text = Static("", id="telemetry-text")
         self.bar = ProgressBar(total=None, show_eta=False, show_percentage=False, id="telemetry-progress")

@@ -28,6 +28,19 @@ def fleet_app() -> CockpitApp:
                       unopened={"lab": "slurmrestd at http://127.0.0.1:6899 did not answer"})
 
 
+def evidence_read(app) -> bool:
+    """Every cluster's own watches have read what its suspects need (its jobs' output
+    mtimes, its suspects' GPUs) and no read is in flight: the time is frozen, so nothing
+    is read again unless asked, and the screen is the same on every run."""
+    for link in app.fleet.links.values():
+        nodes = app.main.pulse.watch_nodes if link is app.fleet.current else link.watch_nodes
+        if not link.outputs or not nodes or not set(nodes) <= {node for node, _ in link.telemetry}:
+            return False
+        if any(link.poller.node_busy(kind) for kind in link.poller.node_kinds):
+            return False
+    return True
+
+
 def keys(*presses):
     async def run(pilot):
         app = pilot.app
@@ -36,6 +49,7 @@ def keys(*presses):
         await wait_until(pilot, lambda: app.main.pulse.suspects.row_count > 0, "the Pulse's suspects")
         await wait_until(pilot, lambda: app.live_telemetry is None or app.live_telemetry.polls >= 1,
                          "the first telemetry reading")
+        await wait_until(pilot, lambda: evidence_read(app), "every cluster's suspects' evidence")
         await settle(pilot, app, 0.3)
         for key in presses:
             await pilot.press(key)
@@ -44,6 +58,10 @@ def keys(*presses):
             pulse = app.screen.pulse
             await wait_until(pilot, lambda: pulse.bad.row_count > 0 and pulse.suspects.row_count > 0,
                              "the fleet Pulse's tables")
+            hung = [(name, link.backend.hung_job_id) for name, link in app.fleet.links.items()]
+            await wait_until(pilot, lambda: all(k in pulse.suspects.data.rows and "% use" in
+                                                pulse.suspects.data.rows[k].values[6] for k in hung),
+                             "every cluster's hung job with its own evidence")
             await settle(pilot, app, 0.3)
         steady_cursors(app)
         await pilot.pause()

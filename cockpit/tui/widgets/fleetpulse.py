@@ -2,10 +2,12 @@
 
 Top: one row per cluster (its state, data age, source, nodes, drained/down,
 suspects): Enter shows that cluster in the main views. Under it, one stale
-banner per cluster whose fetches fail, naming that cluster alone. Then every
-cluster's suspect jobs and drained/down nodes (cockpit/tui/fleetdata.py), the
-cluster named first. The suspects and nodes are computed in a worker thread
-when a cluster's snapshot changes; the state rows are redrawn every second.
+banner per cluster whose fetches fail, naming that cluster alone, and one line
+per cluster whose controller is unhealthy (its Pulse's controller line). Then
+every cluster's suspect jobs, with that cluster's own output-silent and idle-GPU
+evidence, and drained/down nodes (cockpit/tui/fleetdata.py), the cluster named
+first. The suspects and nodes are computed in a worker thread when a cluster's
+snapshot or readings change; the state rows are redrawn every second.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from rich.text import Text
 from textual import work
 from textual.containers import Vertical
 from textual.widgets import Static
@@ -60,6 +63,7 @@ class FleetPulse(Vertical):
     FleetPulse > .pulse-title { height: 1; text-style: bold; color: $text; background: $boost; }
     FleetPulse > #fleet-clusters { height: 2; }
     FleetPulse > VTable { height: 1fr; }
+    FleetPulse > #fleet-controllers { height: auto; color: $error; text-style: bold; display: none; }
     """
 
     def __init__(self, fleet: Any, clock: Any, width: int = 40, *, silent_after: float = 600.0, **kw: Any) -> None:
@@ -70,17 +74,20 @@ class FleetPulse(Vertical):
                                id="fleet-clusters")
         self.clusters.styles.height = max(2, len(fleet.links))  # every cluster's row, however many
         self.banners = [StaleBanner(classes="fleet-banner") for _ in fleet.links]
+        self.controllers = Static("", id="fleet-controllers")  # "cluster b: controller CRIT: ..."
         self.suspects = VTable(FLEET_SUSPECT_COLUMNS, clock=clock, cap=width, target_kind="job", scroll_room=0,
                                id="fleet-suspects")
         self.bad = VTable(FLEET_NODE_COLUMNS, clock=clock, cap=width, target_kind="node", scroll_room=0,
                           id="fleet-nodes")
         self._seen: tuple = ()
         self._counts: dict[str, tuple[int, int, int]] = {}
+        self._controller_text = ""
 
     def compose(self):
         yield Static("CLUSTERS  (Enter: show it in the views)", classes="pulse-title")
         yield self.clusters
         yield from self.banners
+        yield self.controllers
         yield Static("SUSPECT JOBS, EVERY CLUSTER", classes="pulse-title")
         yield self.suspects
         yield Static("DRAINED / DOWN NODES, EVERY CLUSTER", classes="pulse-title")
@@ -92,7 +99,9 @@ class FleetPulse(Vertical):
         self._state_rows()
         for banner, (name, link) in zip(self.banners, fleet.links.items()):
             banner.show(link.status, name)  # this cluster's outage, named: the others keep their rows fresh
-        seen = tuple(id(link.snapshot) for link in fleet.links.values())
+        self._controller_lines()
+        # the readings are replaced whole, never changed in place: a new object is a change
+        seen = tuple((id(link.snapshot), id(link.outputs), id(link.telemetry)) for link in fleet.links.values())
         if seen != self._seen:
             self._seen = seen
             self._recompute()
@@ -107,11 +116,19 @@ class FleetPulse(Vertical):
         if self.clusters.styles.height is None or self.clusters.styles.height.value != height:
             self.clusters.styles.height = height
 
+    def _controller_lines(self) -> None:
+        lines = [(name, link.controller_line) for name, link in self.fleet.links.items() if link.controller_line]
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for i, (name, line) in enumerate(lines):  # cluster names and the line are data: Text, never markup
+            text.append(("\n" if i else "") + f" cluster {clean(name, 40)}: {clean(line, 200)}")
+        if text.plain != self._controller_text:  # redrawn each second: touched only when it changed
+            self._controller_text = text.plain
+            self.controllers.update(text)
+            self.controllers.display = bool(lines)
+
     def _inputs(self) -> list[ClusterInput]:
-        fleet = self.fleet
-        return [ClusterInput(name, link.snapshot, link.tracker.usual,
-                             fleet.outputs if link is fleet.first else {}, link.telemetry)
-                for name, link in fleet.links.items()]
+        return [ClusterInput(name, link.snapshot, link.tracker.usual, link.outputs, link.telemetry)
+                for name, link in self.fleet.links.items()]
 
     @work(exclusive=True, group="fleet-pulse")
     async def _recompute(self) -> None:

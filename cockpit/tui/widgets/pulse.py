@@ -105,6 +105,19 @@ class PulseView(Vertical):
             self.outputs = outputs
         self._compute(visible)
 
+    def switch_cluster(self, tracker: ChangeTracker, *, telemetry: dict, outputs: dict[int, float],
+                       watching: str) -> None:
+        """Another cluster in front: its tracker, readings and output watch's state; nothing
+        of the cluster left is kept (its next snapshot, set next, is computed with these)."""
+        with self._lock:  # not while a compute reads them; one computed before is dropped (_apply)
+            self.tracker, self.telemetry, self.outputs, self.watching = tracker, telemetry, outputs, watching
+            self._pending = self._last = self._data = None
+            self.candidates, self.watch_nodes, self.extras = None, (), {}
+        if self.is_mounted:  # no row of the cluster left to act on through this one's gate
+            for table in (self.suspects, self.bad):
+                table.set_data(TableData.empty())
+            self.body.update("waiting for the first data…")
+
     def set_controller(self, line: str | None) -> None:
         """The controller's health line (cockpit/tui/controllerwatch.py); None hides it."""
         if line:
@@ -127,14 +140,17 @@ class PulseView(Vertical):
             if snap is None:
                 return
             self._last = snap
-            data = compute(snap, self.tracker, fresh, self.clock(), telemetry=self.telemetry, outputs=self.outputs,
+            tracker = self.tracker  # the cluster's this is computed for
+            data = compute(snap, tracker, fresh, self.clock(), telemetry=self.telemetry, outputs=self.outputs,
                            silent_after=self.silent_after, watch=MAX_WATCHED)
         try:
-            self.app.call_from_thread(self._apply, data, visible)
+            self.app.call_from_thread(self._apply, data, visible, tracker)
         except RuntimeError:  # NoActiveAppError / "App is not running": quit while computing
             pass
 
-    def _apply(self, data: PulseData, visible: bool) -> None:
+    def _apply(self, data: PulseData, visible: bool, tracker: ChangeTracker | None = None) -> None:
+        if tracker is not None and tracker is not self.tracker:
+            return  # computed for the cluster shown before a switch: its jobs are not this one's
         self._data = data
         if data.candidates is not None:
             self.candidates = data.candidates
