@@ -220,8 +220,9 @@ def node_from_pyslurm(n: Any, gpu_use: GpuUse | None = None, warnings: list[str]
     words = [w for w in str(n.state if state is None else state).split("+") if w]
     unknown = Unknowns(SOURCE, "node", str(n.name), warnings)  # as the JSON readers: named, kept
     base, flags = unknown.read("state", lambda: node_state(words, None, SOURCE, warnings), ("unknown", frozenset()))
-    groups = unknown.read("gpus", lambda: _gpu_groups(n, gpu_use or {}), ())
-    sharing = unknown.read("gpus", lambda: _sharing(n, sharing_in_use(allocated_gres)), ())
+    # GPUs, slices and shards are one field: what cannot be read of one leaves all unknown
+    groups, sharing = unknown.read("gpus", lambda: (_gpu_groups(n, gpu_use or {}),
+                                                    _sharing(n, sharing_in_use(allocated_gres))), ((), ()))
     return Node(
         name=n.name,
         state=base,
