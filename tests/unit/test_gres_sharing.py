@@ -216,3 +216,15 @@ def test_headless_table_has_a_shared_column_only_where_a_node_has_some():
     assert wide[0].endswith("SHARED/MIG") and wide[1].endswith("+0/640 shard")
     narrow = text_lines(cols, rows, 40)  # left out where even cut it does not fit, never wrapped
     assert "SHARED" not in narrow[0] and "shard" not in narrow[1]
+
+
+def test_the_parse_workers_compact_pickle_keeps_shards_and_slices():
+    import pickle
+
+    from cockpit.backends.slurm_delta import dumps
+
+    conf = (GRES / "cloudac7-blog-slurm-mig-conf-EXCERPT.txt").read_text()
+    gres = re.search(r"\bGres=(\S+)", conf).group(1) + ",shard:a100:16"
+    n = Node("c51-g002", "idle", **node_gres(gres, "gpu:1g.10gb:2(IDX:2-3),shard:a100:4(4/8,0/8)", "t").fields())
+    back = pickle.loads(dumps(n))
+    assert back == n and back.sharing == (SharedGres("shard", "a100", 16, 4),) and back.mig_alloc == 2
