@@ -104,6 +104,11 @@ class Adapter:
         """The node's state words (``"MIXED+DRAIN"``)."""
         return str(node.state or "")
 
+    def allocated_gres(self, node: Any) -> dict | None:
+        """The node's GRES in use (``{"shard": 4, "gpu": 2}``): from its allocated TRES in
+        24.11 and 25.11; 22.5's is always empty (see above), which says nothing about use."""
+        return dict(node.allocated_gres or {})
+
     def load_job(self, job_id: int) -> Any:
         return self.mod.Job.load(job_id)
 

@@ -27,11 +27,12 @@ from typing import Any
 
 from cockpit.backends.slurm_json import job_state
 from cockpit.backends.slurm_json_common import Unknowns
-from cockpit.backends.slurm_json_gres import parse_index_list
+from cockpit.backends.slurm_json_gres import SHARING, parse_index_list
 from cockpit.backends.slurm_json_nodes import node_state
 from cockpit.errors import ParseError
 from cockpit.hostlist import expand
-from cockpit.models import GpuGroup, Job, JobGpus, Node, Partition
+from cockpit.models import GpuGroup, Job, JobGpus, Node, Partition, SharedGres
+from cockpit.models.cluster import mig_profile
 
 SOURCE = "pyslurm"
 # job_state_string() words that are neither a base state nor a flag cockpit knows.
@@ -210,14 +211,18 @@ def gpu_use_by_node(jobs: Iterable[Job]) -> dict[str, GpuUse]:
 
 
 def node_from_pyslurm(n: Any, gpu_use: GpuUse | None = None, warnings: list[str] | None = None,
-                      state: str | None = None) -> Node:
+                      state: str | None = None, allocated_gres: dict | None = None) -> Node:
     """A pyslurm ``Node`` -> Node; ``gpu_use`` gives the GPU indexes in use there,
-    ``state`` replaces ``n.state`` (the adapter's reading of it).
+    ``state`` replaces ``n.state`` (the adapter's reading of it), ``allocated_gres``
+    the node's GRES in use as the adapter reads them (None or a name missing there:
+    its shards/MPS in use are not known, unless the node holds no CPUs at all).
     Raises ParseError for data that cannot be understood."""
     words = [w for w in str(n.state if state is None else state).split("+") if w]
     unknown = Unknowns(SOURCE, "node", str(n.name), warnings)  # as the JSON readers: named, kept
     base, flags = unknown.read("state", lambda: node_state(words, None, SOURCE, warnings), ("unknown", frozenset()))
-    groups = unknown.read("gpus", lambda: _gpu_groups(n, gpu_use or {}), ())
+    # GPUs, slices and shards are one field: what cannot be read of one leaves all unknown
+    groups, sharing = unknown.read("gpus", lambda: (_gpu_groups(n, gpu_use or {}),
+                                                    _sharing(n, sharing_in_use(allocated_gres))), ((), ()))
     return Node(
         name=n.name,
         state=base,
@@ -230,7 +235,9 @@ def node_from_pyslurm(n: Any, gpu_use: GpuUse | None = None, warnings: list[str]
         memory_mb=_int(n.real_memory) or 0,
         alloc_memory_mb=_int(n.allocated_memory) or 0,
         partitions=tuple(n.partitions or ()),
-        gpus=tuple(groups),
+        gpus=tuple(g for g in groups if not mig_profile(g.type)),
+        mig=tuple(g for g in groups if mig_profile(g.type)),
+        sharing=sharing,
         address=n.address or None,
         features=tuple(n.active_features or n.available_features or ()),
         boot_time=_int(n.boot_time),
@@ -249,6 +256,38 @@ def _gpu_groups(n: Any, use: GpuUse) -> tuple[GpuGroup, ...]:
             idx = set().union(*use.values())  # typed config, untyped job request
         groups.append(GpuGroup(type=gtype, count=count, alloc_indexes=tuple(sorted(idx or ()))))
     return tuple(groups)
+
+
+def _sharing(n: Any, used: dict[str, int]) -> tuple[SharedGres, ...]:
+    """The node's configured shard/mps (``{"shard:h100": 16}``) with their use. Only jobs
+    hold shards and every job holds CPUs, so a node without allocated CPUs uses none;
+    else the use is what ``used`` names (for a name of one type), or not known."""
+    conf = n.configured_gres or {}
+    names = [str(k).partition(":") for k in conf]
+    out = []
+    for (name, _, gtype), value in zip(names, conf.values()):
+        if name not in SHARING:
+            continue
+        alone = sum(1 for other, _, _ in names if other == name) == 1
+        in_use = 0 if not _int(n.allocated_cpus) else used.get(name) if alone else None
+        out.append(SharedGres(name, gtype if gtype and gtype != "(null)" else None, _gres_count(value), in_use))
+    return tuple(out)
+
+
+def sharing_in_use(allocated_gres: dict | None) -> dict[str, int]:
+    """Shards/MPS in use by name from ``Node.allocated_gres`` as 24.11 and 25.11 derive it
+    from the node's allocated TRES (``gres/shard=4`` -> ``{"shard": 4}``, beside the typed
+    ``shard:h100`` that repeats it). A name it does not list is not known to be unused:
+    the TRES name only what AccountingStorageTRES tracks.
+    Raises ParseError for a count that is not a number."""
+    untyped: dict[str, int] = {}
+    typed: dict[str, int] = {}
+    for key, value in (allocated_gres or {}).items():
+        name, _, gtype = str(key).partition(":")
+        if name in SHARING:
+            into = typed if gtype else untyped
+            into[name] = into.get(name, 0) + _gres_count(value)
+    return {**typed, **untyped}
 
 
 def partition_from_pyslurm(p: Any) -> Partition:

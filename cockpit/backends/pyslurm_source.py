@@ -193,7 +193,7 @@ class Source:
         nodes = []
         for n in raw:
             try:
-                nodes.append(node_from_pyslurm(n, use.get(n.name), warnings, a.node_state(n)))
+                nodes.append(node_from_pyslurm(n, use.get(n.name), warnings, a.node_state(n), a.allocated_gres(n)))
             except RECORD_ERRORS as exc:  # costs this node only, said in the warnings
                 name = str(getattr(n, "name", "") or "?")
                 warnings.append(unread(SOURCE, "node", name, why_unread(exc, "node", name)))
@@ -220,7 +220,7 @@ class Source:
         try:
             a = self.adapter()
             n = self._rpc(f"node {name}", lambda: a.load_node(name))
-            return node_from_pyslurm(n, state=a.node_state(n))
+            return node_from_pyslurm(n, state=a.node_state(n), allocated_gres=a.allocated_gres(n))
         except PyslurmFailure as f:
             if f.cause == "gone":
                 return None

@@ -38,7 +38,7 @@ from cockpit.backends.slurm_json_common import RECORD_ERRORS, get_record, record
 from cockpit.backends.slurm_json_nodes import node_from_record
 from cockpit.backends.slurm_json_fast import JobRecord, msgspec
 from cockpit.errors import ParseError
-from cockpit.models import GpuGroup, Job, JobGpus, Node
+from cockpit.models import GpuGroup, Job, JobGpus, Node, SharedGres
 from cockpit.models.unread import unread
 
 CHUNK = 1000  # objects per Delta: unpickling 1000 jobs costs the UI process ~10 ms
@@ -87,7 +87,7 @@ def _new_job(*values: Any) -> Job:
 
 
 _DISPATCH = copyreg.dispatch_table.copy()
-for _cls in (JobGpus, Node, GpuGroup):
+for _cls in (JobGpus, Node, GpuGroup, SharedGres):
     _DISPATCH[_cls] = _reducer(_cls)
 _job_values = operator.attrgetter(*_JOB_FIELDS)
 _DISPATCH[Job] = lambda job: (_new_job, _job_values(job))

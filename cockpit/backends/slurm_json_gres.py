@@ -6,8 +6,9 @@ Forms (from Slurm's gres code, ``gres_stepmgr_job_build_details`` and
 - node ``gres``:       ``gpu:h100:8(S:0-1)``, ``gpu:h100:2,gpu:h200:4``, ``gpu:8``
 - node ``gres_used``:  ``gpu:h100:3(IDX:0-2)``, ``gpu:h100:0(IDX:N/A)``, ``gpu:0``,
   untyped GPUs since 22.05: ``gpu:(null):8(IDX:0-7)`` (the type printed as ``(null)``)
-- MIG profiles as types: ``gpu:1g.10gb:7``; sharing GRES next to the GPUs:
-  ``gpu:4(S:0-1),shard:16(S:0-1)``, ``mps:200``
+- MIG profiles as types: ``gpu:1g.10gb:7``, ``gpu:nvidia_h100_80gb_hbm3_1g.10gb:6``;
+  sharing GRES next to the GPUs: ``gpu:4(S:0-1),shard:16(S:0-1)``, ``mps:200``,
+  in use ``shard:A100_80GB:0(0/80,0/80)`` (in use, then in use/total per GPU)
 - job ``gres_detail``: ``gpu:h100:2(IDX:0-1)``, ``gpu:2(IDX:0,3)``,
   ``gpu:h100(CNT:2)`` (count without a bitmap), shared GRES ``shard:4(2/4,2/4)``
 - ``tres_per_node`` / ``tres_per_job``: ``gres/gpu:h100:2``, ``gres:gpu:2``, ``gpu:2``
@@ -144,6 +145,28 @@ def gpu_items(s: str, source: str) -> tuple[GresItem, ...]:
     if len(_CACHE) > 20_000:
         _CACHE.clear()
     _CACHE[s] = items
+    return items
+
+
+SHARING = ("shard", "mps")  # GRES that share GPUs (Slurm's gres.html: MPS Management, Sharding)
+_SHARE_CACHE: dict[str, tuple[GresItem, ...]] = {}
+
+
+def sharing_items(s: str, source: str) -> tuple[GresItem, ...]:
+    """The ``shard`` and ``mps`` entries of a GRES string, cached by string.
+
+    ``shard:A100_80GB:640(S:0-1)`` (gres) and ``shard:A100_80GB:0(0/80,0/80)``
+    (gres_used: in use, then in use/total per GPU, tests/data/slurm-gres/frida-*):
+    the count before the parentheses is what counts. Raises ParseError for a
+    malformed entry."""
+    hit = _SHARE_CACHE.get(s)
+    if hit is not None:
+        return hit
+    items = () if s in ("", "N/A", "(null)") else tuple(
+        parse_item(p, source) for p in split_items(s) if _name_of(p) in SHARING)
+    if len(_SHARE_CACHE) > 20_000:
+        _SHARE_CACHE.clear()
+    _SHARE_CACHE[s] = items
     return items
 
 

@@ -16,6 +16,7 @@ Shapes:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from cockpit.backends.slurm_json_common import (
@@ -31,9 +32,9 @@ from cockpit.backends.slurm_json_common import (
     time_or_none,
     warn,
 )
-from cockpit.backends.slurm_json_gres import GresItem, gpu_items, tres_gpus
+from cockpit.backends.slurm_json_gres import GresItem, gpu_items, sharing_items, tres_gpus
 from cockpit.errors import ParseError
-from cockpit.models.cluster import NODE_BASE_STATES, NODE_FLAGS, GpuGroup, Node, Partition
+from cockpit.models.cluster import NODE_BASE_STATES, NODE_FLAGS, GpuGroup, Node, Partition, SharedGres, mig_profile
 
 # Slurm words that differ from ours (data_parser flag names, sinfo short forms).
 _ALIASES = {
@@ -110,6 +111,53 @@ def gpu_groups(gres: str, gres_used: str, source: str, tres: str = "") -> tuple[
     return tuple(out)
 
 
+@dataclass(frozen=True, slots=True)
+class NodeGres:
+    """A node's GRES as the views show them: whole GPUs, MIG slices, and sharing GRES."""
+
+    gpus: tuple[GpuGroup, ...] = ()
+    mig: tuple[GpuGroup, ...] = ()
+    sharing: tuple[SharedGres, ...] = ()
+
+    def fields(self) -> dict[str, Any]:
+        """As keyword arguments of :class:`~cockpit.models.Node`."""
+        return {"gpus": self.gpus, "mig": self.mig, "sharing": self.sharing}
+
+
+def node_gres(gres: str, gres_used: str, source: str, tres: str = "") -> NodeGres:
+    """A node's GPUs, MIG slices and shards/MPS from ``gres`` and ``gres_used``.
+
+    A GPU type that is a MIG profile (``gpu:1g.10gb:7``) is a slice, kept apart
+    from the whole GPUs (docs/inputs.md says why). Raises ParseError."""
+    groups = gpu_groups(gres, gres_used, source, tres)
+    return NodeGres(gpus=tuple(g for g in groups if not mig_profile(g.type)),
+                    mig=tuple(g for g in groups if mig_profile(g.type)),
+                    sharing=sharing_gres(gres, gres_used, source))
+
+
+def sharing_gres(gres: str, gres_used: str, source: str) -> tuple[SharedGres, ...]:
+    """``shard``/``mps`` totals from ``gres`` with their use from ``gres_used``.
+
+    Slurm lists every configured GRES in ``gres_used``; a sharing GRES it does not
+    list there is in use by an unknown count (None), never 0. Raises ParseError."""
+    totals = sharing_items(gres, source)
+    if not totals:
+        return ()
+    used: dict[tuple[str, str | None], int] = {}
+    for u in sharing_items(gres_used, source):
+        used[(u.name, u.type)] = used.get((u.name, u.type), 0) + (u.count or 0)
+    out = []
+    for t in totals:
+        u = used.get((t.name, t.type))
+        if u is None:
+            same_used = [v for (name, _), v in used.items() if name == t.name]
+            same_total = [x for x in totals if x.name == t.name]
+            if len(same_used) == 1 and len(same_total) == 1:
+                u = same_used[0]  # typed total, untyped use (shard:(null):0), or the other way round
+        out.append(SharedGres(name=t.name, type=t.type, total=t.count or 0, used=u))
+    return tuple(out)
+
+
 def _tres_gpu_entries(tres: str) -> str:
     # CfgTRES lists gres/gpu=4 and, with types, gres/gpu:h100=4 as well: the
     # untyped total alone, so the GPUs are not counted twice.
@@ -135,9 +183,9 @@ def node_from_record(rec: dict[str, Any], source: str, warnings: list[str] | Non
         # 24.11 reports user root (uid 0) and time 0 for nodes without a reason.
         user = text(g("reason_set_by_user"), "reason_set_by_user", source) if reason else ""
         when = time_or_none(g("reason_changed_at"), "reason_changed_at", source)
-        gpus = unknown.read("gpus", lambda: gpu_groups(text(g("gres"), "gres", source),
-                                                       text(g("gres_used"), "gres_used", source), source,
-                                                       _text_or_empty(g("tres"))), ())
+        gres = unknown.read("gpus", lambda: node_gres(text(g("gres"), "gres", source),
+                                                      text(g("gres_used"), "gres_used", source), source,
+                                                      _text_or_empty(g("tres"))), NodeGres())
         return Node(
             name=name,
             state=state,
@@ -150,7 +198,7 @@ def node_from_record(rec: dict[str, Any], source: str, warnings: list[str] | Non
             memory_mb=num0(g("real_memory"), "real_memory", source),
             alloc_memory_mb=num0(g("alloc_memory"), "alloc_memory", source),
             partitions=str_list(g("partitions"), "partitions", source),
-            gpus=gpus,
+            **gres.fields(),
             address=text(g("address"), "address", source) or None,
             features=str_list(g("features"), "features", source),
             boot_time=time_or_none(g("boot_time"), "boot_time", source),

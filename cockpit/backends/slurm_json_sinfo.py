@@ -28,10 +28,10 @@ from cockpit.backends.slurm_json_common import (
     warn,
     why_unread,
 )
-from cockpit.backends.slurm_json_nodes import gpu_groups, node_state, partition_from_record
+from cockpit.backends.slurm_json_nodes import NodeGres, node_gres, node_state, partition_from_record
 from cockpit.errors import ParseError
 from cockpit.hostlist import collapse
-from cockpit.models.cluster import GpuGroup, Node, Partition
+from cockpit.models.cluster import GpuGroup, Node, Partition, SharedGres
 from cockpit.models.unread import unread
 
 
@@ -114,6 +114,17 @@ def _group_partition(grp: dict[str, Any], source: str) -> Partition | None:
     return partition_from_record(p, source)
 
 
+def _per_node(read: NodeGres, source: str, warnings: list[str] | None) -> NodeGres:
+    # A group's use is the group's: GPU indexes are left empty (a warning says so), and
+    # the shards/MPS in use are not known per node (None), never the group's sum.
+    if any(g.alloc_indexes for g in read.gpus + read.mig):
+        warn(warnings, f"{source}: GPU indexes in use are per group, not per node; "
+                       "use scontrol show node --json for exact GPU use")
+        read = NodeGres(tuple(GpuGroup(g.type, g.count) for g in read.gpus),
+                        tuple(GpuGroup(g.type, g.count) for g in read.mig), read.sharing)
+    return NodeGres(read.gpus, read.mig, tuple(SharedGres(s.name, s.type, s.total) for s in read.sharing))
+
+
 def _group_nodes(grp: dict[str, Any], partition: str | None, source: str,
                  warnings: list[str] | None) -> list[Node]:
     nodes_info = _sub(grp, "nodes", source)
@@ -137,13 +148,10 @@ def _group_nodes(grp: dict[str, Any], partition: str | None, source: str,
     per_cpu = num(cpus.get("maximum"), "cpus.maximum", source)
     if per_cpu is None:
         per_cpu = num0(cpus.get("total"), "cpus.total", source) // n
-    gpus = unknown.read("gpus", lambda: gpu_groups(text(gres.get("total"), "gres.total", source),
-                                                   text(gres.get("used"), "gres.used", source), source), ())
+    read = unknown.read("gpus", lambda: node_gres(text(gres.get("total"), "gres.total", source),
+                                                  text(gres.get("used"), "gres.used", source), source), NodeGres())
     if n > 1:
-        if gpus and any(g.alloc_indexes for g in gpus):
-            warn(warnings, f"{source}: GPU indexes in use are per group, not per node; "
-                           "use scontrol show node --json for exact GPU use")
-            gpus = tuple(GpuGroup(g.type, g.count) for g in gpus)
+        read = _per_node(read, source, warnings)
     why = unknown.read("reason", lambda: text(reason.get("description"), "reason.description", source) or None, None)
     user = (text(reason.get("user"), "reason.user", source)
             or text(grp.get("reason_set_by_user"), "reason_set_by_user", source))
@@ -161,7 +169,7 @@ def _group_nodes(grp: dict[str, Any], partition: str | None, source: str,
         memory_mb=num0(mem.get("maximum"), "memory.maximum", source),
         alloc_memory_mb=num0(mem.get("allocated"), "memory.allocated", source) // n,
         partitions=(partition,) if partition else (),
-        gpus=gpus,
+        **read.fields(),
         features=str_list(feats.get("total"), "features.total", source),
         unknown=unknown.frozen(),
     )

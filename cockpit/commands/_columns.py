@@ -28,6 +28,7 @@ class Column:
     head: str
     cut: int = 0  # 0: a key column, never cut; 1, 2 ...: cut in this order when the line is too wide
     least: int = 0  # narrowest a cut column gets (its header's width at least)
+    drop: bool = False  # left out (width 0) when the line is still too wide with every cut made
 
 
 def output_width(stream=None) -> int | None:
@@ -58,6 +59,12 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | N
         give = min(over, max(0, widths[i] - floor))
         widths[i] -= give
         over -= give
+    for i in reversed(range(len(columns))):  # the last droppable first
+        if over <= 0:
+            break
+        if columns[i].drop and widths[i]:
+            over -= widths[i] + len(GAP)
+            widths[i] = 0
     return widths
 
 
@@ -71,7 +78,7 @@ def text_lines(columns: Sequence[Column], rows: Sequence[Sequence[object]], widt
     widths = fit(columns, cells, width)
     out = []
     for r in [[c.head for c in columns]] + cells:
-        out.append(GAP.join(_pad(truncate(v, w), w) for v, w in zip(r, widths)).rstrip())
+        out.append(GAP.join(_pad(truncate(v, w), w) for v, w in zip(r, widths) if w).rstrip())
     return out
 
 

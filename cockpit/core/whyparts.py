@@ -232,7 +232,8 @@ def dependency(kind: str, job: str, status: str, state: str) -> Dependency:
 
 # -- free blocks -----------------------------------------------------------------------
 def _free(node: Node, gtype: str | None) -> int:
-    return sum(g.count - g.alloc_count for g in node.gpus if gtype is None or g.type == gtype)
+    # Slurm gives a job asking gpu (or gpu:1g.10gb) a MIG slice as it gives a whole GPU
+    return sum(g.count - g.alloc_count for g in node.gpus + node.mig if gtype is None or g.type == gtype)
 
 
 def free_blocks(nodes: tuple[Node, ...], topology: Topology, candidates: tuple[str, ...],

@@ -13,6 +13,7 @@ from cockpit.models.cluster import (
     JobGpus,
     Node,
     Partition,
+    SharedGres,
     Switch,
     Topology,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "JobGpus",
     "Node",
     "Partition",
+    "SharedGres",
     "Switch",
     "Topology",
 ]

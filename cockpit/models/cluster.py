@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 # Base node states after normalisation (lower case, Slurm's words).
@@ -94,6 +95,36 @@ class GpuGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class SharedGres:
+    """A GPU-sharing GRES of one type on one node: ``shard:h100:16`` or ``mps:600``.
+
+    Shards and MPS are shares of the node's GPUs, not more GPUs: they are never
+    counted in GPU totals."""
+
+    name: str  # "shard" or "mps"
+    type: str | None
+    total: int
+    # in use; None where Slurm's use was not read (a grouped sinfo record of several nodes)
+    used: int | None = None
+
+
+def mig_profile(gtype: str | None) -> str:
+    """The MIG profile a GPU type ends in (``nvidia_h100_80gb_hbm3_1g.10gb`` -> ``1g.10gb``), or ""."""
+    m = _MIG_PROFILE.search(gtype or "")
+    return m.group(1) if m else ""
+
+
+# MIG device names (NVIDIA's MIG user guide, "MIG Device Names"): [Nc.]Ng.Mgb[+me], alone
+# as a type (1g.10gb) or after the GPU's name as AutoDetect=nvml names them
+# (nvidia_h100_80gb_hbm3_4g.40gb, tests/data/slurm-gres/stackhpc-*) or sites do (a100l.2g.20gb).
+_MIG_PROFILE = re.compile(r"(?:^|[_.\-])((?:\d+c\.)?\d+g\.\d+gb(?:\+me)?)$", re.IGNORECASE)
+
+
+def _extra_cell(count: int, used: int | None, what: str) -> str:
+    return f"+{'?' if used is None else used}/{count} {what}"
+
+
+@dataclass(frozen=True, slots=True)
 class Node:
     name: str
     state: str  # one of NODE_BASE_STATES
@@ -113,6 +144,11 @@ class Node:
     # Fields that matter (UNKNOWN_FIELDS) that could not be read: the node is
     # shown with them as unknown ("?"), never as 0 GPUs or idle.
     unknown: frozenset[str] = frozenset()
+    # Beside the whole GPUs: the shares of them Slurm schedules (shard, mps), and the
+    # MIG slices (a GPU type that is a MIG profile, one GpuGroup per type). A MIG
+    # slice is not a GPU here: ``gpu_total`` counts whole GPUs (docs/inputs.md).
+    sharing: tuple[SharedGres, ...] = ()
+    mig: tuple[GpuGroup, ...] = ()
 
     @property
     def gpu_total(self) -> int:
@@ -123,9 +159,44 @@ class Node:
         return sum(g.alloc_count for g in self.gpus)
 
     @property
+    def mig_total(self) -> int:
+        return sum(g.count for g in self.mig)
+
+    @property
+    def mig_alloc(self) -> int:
+        return sum(g.alloc_count for g in self.mig)
+
+    def shared(self, name: str) -> tuple[int, int | None]:
+        """(total, in use) of the sharing GRES ``name`` (``shard``, ``mps``) over its types;
+        in use is None when any of them was not read."""
+        items = [s for s in self.sharing if s.name == name]
+        used = [s.used for s in items]
+        return sum(s.total for s in items), (None if None in used else sum(u or 0 for u in used))
+
+    @property
     def gpu_cell(self) -> str:
         """``3/8`` (allocated/total), ``?`` when the node's GPUs could not be read."""
         return UNKNOWN_CELL if "gpus" in self.unknown else f"{self.gpu_alloc}/{self.gpu_total}"
+
+    @property
+    def gres_extra(self) -> str:
+        """What the node has beside whole GPUs, compact, in use/total: ``+4/16 shard``,
+        ``+0/7 1g.10gb``, ``+0/600 mps``; "" without any (or when its GRES were not read)."""
+        if "gpus" in self.unknown:
+            return ""
+        parts = []
+        for name in dict.fromkeys(s.name for s in self.sharing):
+            total, used = self.shared(name)
+            if total:
+                parts.append(_extra_cell(total, used, name))
+        parts += [_extra_cell(g.count, g.alloc_count, mig_profile(g.type) or g.type or "mig") for g in self.mig]
+        return " ".join(parts)
+
+    @property
+    def gpu_summary(self) -> str:
+        """The GPU cell with what the node shares and slices: ``3/8 +4/16 shard``."""
+        extra = self.gres_extra
+        return f"{self.gpu_cell} {extra}" if extra else self.gpu_cell
 
     @property
     def display_state(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
+from cockpit.models.cluster import mig_profile
 
 SCHEMA_VERSION = 1
 
@@ -23,7 +24,9 @@ def _unknown_null(out: dict[str, Any], unknown: frozenset[str], keys: dict[str, 
     return out
 
 
-_NODE_UNKNOWN = {"state": ("state", "display_state"), "gpus": ("gpus", "gpu_total", "gpu_alloc"),
+_NODE_UNKNOWN = {"state": ("state", "display_state"),
+                 "gpus": ("gpus", "gpu_total", "gpu_alloc", "mig", "mig_total", "mig_alloc", "sharing",
+                          "shard_total", "shard_used", "mps_total", "mps_used"),
                  "reason": ("reason", "reason_user", "reason_time")}
 _JOB_UNKNOWN = {"state": ("state",), "gpus": ("gpus", "gpus_per_node", "gpu_type", "gpu_count"),
                 "reason": ("reason",)}
@@ -53,10 +56,24 @@ def _node_dict(n: Node) -> dict[str, Any]:
         ],
         "gpu_total": n.gpu_total,
         "gpu_alloc": n.gpu_alloc,
+        "mig": [
+            {"type": g.type, "profile": mig_profile(g.type), "count": g.count,
+             "alloc_indexes": list(g.alloc_indexes), "alloc_count": g.alloc_count} for g in n.mig
+        ],
+        "mig_total": n.mig_total,
+        "mig_alloc": n.mig_alloc,
+        "sharing": [{"name": s.name, "type": s.type, "total": s.total, "used": s.used} for s in n.sharing],
+        **_shared(n, "shard"),
+        **_shared(n, "mps"),
         "address": n.address,
         "features": list(n.features),
         "boot_time": n.boot_time,
     }
+
+
+def _shared(n: Node, name: str) -> dict[str, Any]:
+    total, used = n.shared(name)
+    return {f"{name}_total": total, f"{name}_used": used}
 
 
 def job_to_dict(j: Job) -> dict[str, Any]:

@@ -120,7 +120,11 @@ def layout(columns: Sequence[Any], widths: Sequence[int], width: int, cap: int, 
     """Place ``columns`` (with data ``widths``) in ``width`` cells; ``cap``: the width
     a column may be cut to while others need room (a column's own ``cap`` wins);
     ``first``: scrolled-off columns; ``scroll_room``: cells the key columns leave
-    to the scrolling ones; ``hidden``: indexes of columns the operator chose not to see."""
+    to the scrolling ones; ``hidden``: indexes of columns the operator chose not to see.
+    A ``when_data`` column none of whose cells has text is left out as a hidden one."""
+    empty = frozenset(i for i, c in enumerate(columns)
+                      if getattr(c, "when_data", False) and not (widths[i] if i < len(widths) else 0))
+    hidden = hidden | empty
     if hidden:
         keep = [i for i in range(len(columns)) if i not in hidden] or [0]
         sub = layout([columns[i] for i in keep], [widths[i] if i < len(widths) else 0 for i in keep] if widths else (),

@@ -42,6 +42,7 @@ class Column:
     pin: bool = False  # a key column: stays at the left while the others scroll (narrow terminals)
     cap: int | None = None  # cut to no less than this where others need room (None: the table's cap)
     inverse: bool = False  # the cells run opposite to the values (elapsed time from a start epoch)
+    when_data: bool = False  # drawn only while some cell has text (a cluster without shards or MIG)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,14 +168,17 @@ def job_row(obj: Job | JobExtras, width: int = KEEP) -> Row:
 
 # ---------------------------------------------------------------- nodes
 NODE_SCHEMA = Schema(
-    fields=("name", "state", "cpus", "alloc_cpus", "mem", "gpus", "gpus_alloc", "gpus_idle", "partition", "reason", "user", "reason_time", "flags"),
+    fields=("name", "state", "cpus", "alloc_cpus", "mem", "gpus", "gpus_alloc", "gpus_idle", "partition", "reason", "user", "reason_time", "flags",
+            "shared"),
     columns=(
         Column("NODE", 6, 0, pin=True), Column("STATE", 8, 1, pin=True), Column("CPU", 5, 3, "right"),
-        Column("MEM GiB", 7, 4, "right"), Column("GPU", 3, 6, "right", pin=True), Column("PARTITIONS", 6, 8),
+        Column("MEM GiB", 7, 4, "right"), Column("GPU", 3, 6, "right", pin=True),
+        # shards, MPS and MIG slices beside the GPUs, in use/total: "+4/16 shard +0/7 1g.10gb"
+        Column("SHARED/MIG", 4, 13, cap=24, when_data=True), Column("PARTITIONS", 6, 8),
         Column("REASON", 6, 9, pin=True), Column("BY", 4, 10), Column("AGE", 7, 11, "right", _since, inverse=True),
     ),
     aliases={"n": "name", "node": "name", "s": "state", "p": "partition", "part": "partition", "gpu": "gpus",
-             "idle": "gpus_idle", "alloc": "gpus_alloc"},
+             "idle": "gpus_idle", "alloc": "gpus_alloc", "mig": "shared", "shard": "shared", "gres": "shared"},
 )
 
 
@@ -187,13 +191,13 @@ def mem_gib(alloc_mb: int, total_mb: int) -> str:
 def node_row(node: Node, width: int = KEEP) -> Row:
     parts = ",".join(node.partitions)
     cells = (clean(node.name, width), node_state_text(node), f"{node.alloc_cpus}/{node.cpus}",
-             mem_gib(node.alloc_memory_mb, node.memory_mb), node.gpu_cell,
+             mem_gib(node.alloc_memory_mb, node.memory_mb), node.gpu_cell, node.gres_extra,
              clean(parts, width), or_unknown(node, "reason", clean(node.reason or "", width)),
              clean(node.reason_user or "", width), "")
     state_words = " ".join([node.display_state, node.state, *sorted(node.flags)])
     values = (node.name, state_words, node.cpus, node.alloc_cpus, node.memory_mb // 1024, node.gpu_total,
               node.gpu_alloc, node.gpu_total - node.gpu_alloc, parts, node.reason or "", node.reason_user or "",
-              node.reason_time, " ".join(sorted(node.flags)))
+              node.reason_time, " ".join(sorted(node.flags)), node.gres_extra)
     style = node_style(node)
     return Row(node.name, cells, values, style)
 

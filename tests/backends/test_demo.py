@@ -85,7 +85,12 @@ async def test_invariants_hold_over_time(offset):
 async def test_scenario_has_the_bad_day_cases():
     backend = DemoBackend(clock=Clock())
     snap = await backend.snapshot()
-    assert len(snap.nodes) == 64 and all(n.gpu_total == 8 for n in snap.nodes)
+    # eight whole GPUs a node, but the down node, two of whose GPUs are MIG slices; one node has shards
+    assert len(snap.nodes) == 64 and all(n.gpu_total == 8 for n in snap.nodes if n.name != backend.down_node)
+    mig = snap.node(backend.down_node)
+    assert (mig.gpu_total, [(g.type, g.count, g.alloc_count) for g in mig.mig]) == (6, [("1g.10gb", 14, 0)])
+    assert [(n.name, n.shared("shard")) for n in snap.nodes if n.sharing] == [("dgx064", (64, 0))]
+    assert sum(1 for n in snap.nodes if n.mig) == 1
     assert {p.name for p in snap.partitions} == {"train", "debug", "interactive"}
     hung = snap.job(backend.hung_job_id)
     assert hung.name == "llama-70b-pretrain" and hung.state == "RUNNING"

@@ -16,6 +16,7 @@ from cockpit.backends._demo.probes import DemoProbes
 from cockpit.backends._demo.state import MIN_JOB_AGE, node_model
 from cockpit.backends.accounting import accounting_why, parse_show_config
 from cockpit.backends.demo import SLURM_VERSION, DemoBackend
+from cockpit.backends.slurm_json_nodes import node_gres
 from cockpit.backends.slurm_text import parse_scontrol_kv
 from cockpit.hostlist import collapse
 from test_demo_sealed import Clock  # the sealed tests' settable clock
@@ -121,6 +122,9 @@ async def test_show_node_says_state_reason_and_gres_as_sinfo_does(demo):
         assert expected.get(node.name, rec["State"]) == rec["State"]
         used = node.gpus[0].alloc_indexes
         assert rec["GresUsed"].startswith(f"gpu:h100:{len(used)}(IDX:") and rec["CPUAlloc"] == str(node.alloc_cpus)
+        # the Gres it prints reads back, through cockpit's reader, as the node the views show
+        read = node_gres(rec["Gres"], rec["GresUsed"], "demo", rec["CfgTRES"])
+        assert (read.gpus, read.mig, read.sharing) == (node.gpus, node.mig, node.sharing), node.name
         if node.reason:
             when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(node.reason_time))
             assert text.endswith(f"\n   \n   Reason={node.reason} [{node.reason_user}@{when}]\n\n")

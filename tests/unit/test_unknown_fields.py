@@ -49,7 +49,7 @@ def test_a_node_with_an_unreadable_state_is_never_idle_and_its_gpus_never_free()
 def test_a_node_with_an_unreadable_reason_shows_a_question_mark():
     nodes, _ = _nodes("reason", {"text": "x"})
     n = nodes[0]
-    assert n.unknown == {"reason"} and node_row(n).cells[6] == "?" and node_rows([n], 0)[0][6] == "?"
+    assert n.unknown == {"reason"} and node_row(n).cells[7] == "?" and node_rows([n], 0)[0][6] == "?"
     assert node_to_dict(n)["reason"] is None
 
 

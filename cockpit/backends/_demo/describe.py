@@ -16,7 +16,8 @@ import zlib
 from typing import Any
 
 from cockpit.backends._demo.accounting import job_fields, slurm_duration, tres_mem
-from cockpit.backends._demo.state import CPUS_PER_NODE, FEATURES, GPU_TYPE, MEMORY_MB, RUNNING, SimJob, node_model
+from cockpit.backends._demo.state import (CPUS_PER_NODE, FEATURES, GPU_TYPE, MEMORY_MB, MIG_PER_GPU, MIG_PROFILE,
+                                          RUNNING, SimJob, node_model)
 from cockpit.hostlist import collapse
 
 Answer = tuple[int, bytes, bytes]
@@ -154,19 +155,40 @@ def show_node(sc: Any, name: str, now: int) -> str:
              f"CPUAlloc={alloc_cpus} CPUEfctv={CPUS_PER_NODE} CPUTot={CPUS_PER_NODE} "
              f"CPULoad={'N/A' if n.down else f'{busy_gpus * 1.01:.2f}'}",
              f"AvailableFeatures={','.join(FEATURES)}", f"ActiveFeatures={','.join(FEATURES)}",
-             f"Gres=gpu:{GPU_TYPE}:{n.gpus}(S:0-1)", "GresDrain=N/A",
-             f"GresUsed=gpu:{GPU_TYPE}:{busy_gpus}(IDX:{_ranges(used) or 'N/A'})",
+             f"Gres={_gres(n)}", "GresDrain=N/A", f"GresUsed={_gres_used(n, used)}",
              f"NodeAddr={name} NodeHostName={name} Version={slurm_version()}", f"OS={OS} ",
              f"RealMemory={MEMORY_MB} AllocMem={alloc_mem} FreeMem={free} Sockets=2 Boards=1",
              f"State={_node_state(n)} ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
              f"Partitions={','.join(n.partitions)} ",
              f"BootTime={iso(n.boot_time)} SlurmdStartTime={iso(n.boot_time + SLURMD_UP_S)}",
              f"LastBusyTime={iso(_last_busy(sc, n, now))} ResumeAfterTime=None",
-             f"CfgTRES=cpu={CPUS_PER_NODE},mem={tres_mem(MEMORY_MB)},billing={CPUS_PER_NODE},gres/gpu={n.gpus}",
+             f"CfgTRES=cpu={CPUS_PER_NODE},mem={tres_mem(MEMORY_MB)},billing={CPUS_PER_NODE},"
+             f"gres/gpu={n.whole_gpus + n.mig_gpus * MIG_PER_GPU}",
              f"AllocTRES={alloc_tres}", "CurrentWatts=0 AveWatts=0", ""]
     if n.reason:
         lines.append(f"Reason={n.reason} [{n.reason_user or 'root'}@{iso(n.reason_time)}]")
     return lines[0] + "\n" + "".join(f"   {ln}\n" for ln in lines[1:]) + "\n"
+
+
+def _gres(n: Any) -> str:
+    # As Slurm prints them: MIG slices are GPUs of their profile's type, shards a GRES of their own.
+    out = [f"gpu:{GPU_TYPE}:{n.whole_gpus}(S:0-1)"]
+    if n.mig_gpus:
+        out.append(f"gpu:{MIG_PROFILE}:{n.mig_gpus * MIG_PER_GPU}(S:0-1)")
+    if n.shards:
+        out.append(f"shard:{GPU_TYPE}:{n.shards}(S:0-1)")
+    return ",".join(out)
+
+
+def _gres_used(n: Any, used: list[int]) -> str:
+    # In use, then (shards) in use/total per GPU, as tests/data/slurm-gres/frida-* prints it.
+    out = [f"gpu:{GPU_TYPE}:{len(used)}(IDX:{_ranges(used) or 'N/A'})"]
+    if n.mig_gpus:
+        out.append(f"gpu:{MIG_PROFILE}:0(IDX:N/A)")
+    if n.shards:
+        each = n.shards // n.gpus
+        out.append(f"shard:{GPU_TYPE}:0({','.join([f'0/{each}'] * n.gpus)})")
+    return ",".join(out)
 
 
 def _ranges(idx: list[int]) -> str:

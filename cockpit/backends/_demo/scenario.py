@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from cockpit.backends._demo.sim import Simulation
-from cockpit.backends._demo.state import CPUS_PER_NODE, PENDING, SimJob, SimNode
+from cockpit.backends._demo.state import CPUS_PER_NODE, PENDING, SHARDS_PER_GPU, SimJob, SimNode
 from cockpit.errors import UsageError
 from cockpit.models import Partition, Switch, Topology
 
@@ -182,6 +182,11 @@ def _broken_nodes(sc: Scenario, t0: int) -> None:
     down = sc.sim.nodes[sc.down_node]
     down.down = down.not_responding = True
     down.reason, down.reason_user, down.reason_time = "Not responding", "slurm", t0 - 5 * 3600 - 120
+    # Beside the plain nodes, one with MIG slices and one with shards (issue 21, as sites
+    # have them): the down node, which no job holds, so the jobs drawn are the same.
+    down.mig_gpus = min(2, down.gpus - 1)
+    last = sc.sim.nodes[sc.sim.partitions["interactive"].nodes[-1]]
+    last.shards = SHARDS_PER_GPU * last.gpus
 
 
 def _job(sim: Simulation, name: str, user: str, account: str, part: str, nodes: int, gpn: int,

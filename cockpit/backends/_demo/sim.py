@@ -197,7 +197,7 @@ class Simulation:
     def fits(self, node: SimNode, job: SimJob) -> bool:
         return (
             node.available
-            and node.owners.count(None) >= job.gpus_per_node
+            and len(node.free_gpus()) >= job.gpus_per_node
             and node.free_cpus() >= job.cpus_per_node
         )
 
@@ -215,7 +215,7 @@ class Simulation:
             return [n.name for n in cands[: job.node_count]]
         if job.node_count == 1:
             # Best fit: fill partly used nodes first and keep whole nodes for big jobs.
-            best = min(cands, key=lambda n: n.owners.count(None))
+            best = min(cands, key=lambda n: len(n.free_gpus()))
             return [best.name]
         by_leaf: dict[str, list[SimNode]] = {}
         for n in cands:

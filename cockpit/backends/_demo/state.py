@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cockpit.models import GpuGroup, Job, JobGpus, Node
+from cockpit.models import GpuGroup, Job, JobGpus, Node, SharedGres
 
 GPU_TYPE = "h100"
 CPUS_PER_NODE = 224  # 2 x 56 cores x 2 threads, as on an HGX H100 host
 MEMORY_MB = 2_063_937  # 2 TiB minus what the OS keeps, as slurmd reports it
 FEATURES = ("h100", "nvlink", "ib-ndr400")
+# The one MIG node's slices: each of its last ``mig_gpus`` GPUs split into seven
+# 1g.10gb (as the H100 80GB in tests/data/slurm-gres/stackhpc-*), and the one
+# shard node's shards per GPU.
+MIG_PROFILE, MIG_PER_GPU, SHARDS_PER_GPU = "1g.10gb", 7, 8
 
 # Slurm keeps finished jobs in squeue for MinJobAge (300 s by default).
 MIN_JOB_AGE = 300
@@ -41,6 +45,8 @@ class SimNode:
     reason_user: str | None = None
     reason_time: int | None = None
     reboot: tuple[str, int] | None = None  # scontrol reboot ASAP: (nextstate, when asked)
+    mig_gpus: int = 0  # the last GPUs split into MIG slices: no job is given them whole
+    shards: int = 0  # shard GRES beside the GPUs (no simulated job asks for shards)
 
     def __post_init__(self) -> None:
         if not self.owners:
@@ -51,8 +57,12 @@ class SimNode:
         """May the scheduler place new work here?"""
         return not (self.drain or self.down)
 
+    @property
+    def whole_gpus(self) -> int:
+        return self.gpus - self.mig_gpus
+
     def free_gpus(self) -> list[int]:
-        return [i for i, owner in enumerate(self.owners) if owner is None]
+        return [i for i, owner in enumerate(self.owners) if owner is None and i < self.whole_gpus]
 
     def free_cpus(self) -> int:
         return CPUS_PER_NODE - sum(self.cpu_alloc.values())
@@ -151,7 +161,7 @@ def node_model(n: SimNode) -> Node:
         state = "down"
     elif alloc_cpus == 0 and not used:
         state = "idle"
-    elif alloc_cpus >= CPUS_PER_NODE or len(used) == n.gpus:
+    elif alloc_cpus >= CPUS_PER_NODE or len(used) == n.whole_gpus:
         state = "allocated"
     else:
         state = "mixed"
@@ -167,7 +177,9 @@ def node_model(n: SimNode) -> Node:
         memory_mb=MEMORY_MB,
         alloc_memory_mb=sum(n.mem_alloc.values()),
         partitions=n.partitions,
-        gpus=(GpuGroup(type=GPU_TYPE, count=n.gpus, alloc_indexes=used),),
+        gpus=(GpuGroup(type=GPU_TYPE, count=n.whole_gpus, alloc_indexes=used),),
+        mig=(GpuGroup(type=MIG_PROFILE, count=n.mig_gpus * MIG_PER_GPU),) if n.mig_gpus else (),
+        sharing=(SharedGres("shard", GPU_TYPE, n.shards, used=0),) if n.shards else (),
         address=n.name,  # Slurm's default NodeAddr is the node name
         features=FEATURES,
         boot_time=n.boot_time,

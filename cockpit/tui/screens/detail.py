@@ -26,6 +26,7 @@ from textual.widgets.option_list import Option
 from cockpit.models import ClusterSnapshot, Job, Node
 from cockpit.models.cluster import or_unknown
 from cockpit.text import clean, tail_lines
+from cockpit.tui.gresview import gres_pairs
 from cockpit.tui.rows import duration, gpu_holders, job_state_text, limit_text, mem_gib, node_state_text
 from cockpit.tui.widgets.crumbs import Breadcrumb
 from cockpit.tui.services import ClusterBound, ClusterServices, host_of
@@ -281,7 +282,8 @@ class NodeDetailScreen(DetailScreen):
             ("set at", _fmt_time(node.reason_time, now)),
             ("cpus", f"{node.alloc_cpus}/{node.cpus} allocated"),
             ("memory", f"{mem_gib(node.alloc_memory_mb, node.memory_mb)} GiB allocated"),
-            ("GPUs", f"{node.gpu_cell} allocated" + _unread(node, "gpus")),
+            ("GPUs", f"{node.gpu_cell} allocated" + (" (whole GPUs)" if node.mig else "") + _unread(node, "gpus")),
+            *gres_pairs(node),
             ("partitions", clean(",".join(node.partitions), 200)),
             ("features", clean(",".join(node.features), 200)),
             ("address", clean(node.address or "", 60)),
