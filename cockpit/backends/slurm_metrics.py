@@ -9,7 +9,7 @@ import asyncio
 import urllib.error
 import urllib.request
 
-from cockpit.backends.slurm_sdiag import SchedStats, parse_openmetrics, stats_from_metrics
+from cockpit.backends.slurm_sdiag import SchedStats, parse_metrics_scheduler
 from cockpit.errors import BackendError
 
 
@@ -29,4 +29,4 @@ async def fetch_scheduler_metrics(url: str, timeout: float = 10.0) -> SchedStats
     """GET ``url`` (e.g. http://ctld:6817/metrics/scheduler) and read it.
     Raises BackendError when it cannot be fetched, ParseError when it is not that endpoint."""
     text = await asyncio.to_thread(_get, url, timeout)
-    return stats_from_metrics(parse_openmetrics(text))
+    return parse_metrics_scheduler(text)

@@ -2,10 +2,11 @@
 --json`` (or slurmrestd's ``/diag``) and Slurm 25.11+'s OpenMetrics
 ``/metrics/scheduler``. Pure, no I/O; every parser raises only ParseError.
 
-Recorded forms: tests/data/slurm-22.05|24.11|26.05/sdiag.txt (the test
-clusters), tests/data/slurm-text/sdiag-* (sites' and an exporter's, 2017 to 26.05),
-tests/data/slurm-postmortem/*sdiag*.json and slurmrestd-22.05/diag.json (three JSON
-schemas), tests/data/slurm-text/metrics-*.txt.
+Recorded forms: tests/data/slurm-22.05|24.11|26.05/sdiag.txt and sdiag-busy.txt (the
+test clusters), tests/data/slurm-text/sdiag-* (sites' and an exporter's, 2017 to 26.05),
+tests/data/slurm-postmortem/*sdiag*.json, slurmrestd-22.05/diag.json and
+slurm-24.11|26.05/sdiag-busy.json (JSON schemas v0.0.38 to v0.0.45), tests/data/slurm-text/
+metrics-*.txt (25.11) and slurm-26.05/metrics-*.txt (26.05, with the /metrics index).
 """
 
 from __future__ import annotations
@@ -150,6 +151,20 @@ def parse_openmetrics(text: str) -> dict[str, float]:
     if not out:
         raise ParseError("OpenMetrics", "no sample")
     return out
+
+
+# GET /metrics (no endpoint) answers this plain list, not OpenMetrics (recorded: 26.05.5,
+# tests/data/slurm-26.05/metrics-index.txt); the docs' "GET /metrics" invites pointing at it.
+METRICS_INDEX = "slurmctld index of metrics endpoints"
+
+
+def parse_metrics_scheduler(text: str) -> SchedStats:
+    """The text of ``/metrics/scheduler``. Raises ParseError naming the endpoint to ask for
+    when it is slurmctld's index of endpoints or another endpoint, or not OpenMetrics."""
+    if text.lstrip().startswith(METRICS_INDEX):
+        raise ParseError("/metrics/scheduler", "this is slurmctld's index of its /metrics endpoints "
+                         "(GET /metrics); ask for /metrics/scheduler")
+    return stats_from_metrics(parse_openmetrics(text))
 
 
 def stats_from_metrics(m: dict[str, float]) -> SchedStats:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from cockpit.backends.slurm_logscan import LogEvent, LogScan, scan_log
 from cockpit.backends.slurm_sdiag import (
+    METRICS_INDEX,
     SchedStats,
-    parse_openmetrics,
+    parse_metrics_scheduler,
     parse_sdiag_json,
     parse_sdiag_text,
     stats_from_json,
-    stats_from_metrics,
 )
 from cockpit.backends.slurm_textcap import Capture, read_capture
 from cockpit.core.schedhealth import Judged as SchedJudged
@@ -28,10 +28,10 @@ def read_sched_stats(text: str) -> SchedStats:
     s = text.lstrip()
     if s.startswith("{"):
         return parse_sdiag_json(text)
-    if s.startswith("# HELP") or s.startswith("# TYPE") or s.startswith("slurm_"):
-        return stats_from_metrics(parse_openmetrics(text))
+    if s.startswith(("# HELP", "# TYPE", "slurm_", METRICS_INDEX)):
+        return parse_metrics_scheduler(text)
     return parse_sdiag_text(text)
 
 
-__all__ = ["Capture", "LogEvent", "LogScan", "SchedJudged", "SchedStats", "headline", "judge_scheduler",
-           "pending_by_reason", "read_capture", "read_sched_stats", "scan_log", "stats_from_json"]
+__all__ = ["METRICS_INDEX", "Capture", "LogEvent", "LogScan", "SchedJudged", "SchedStats", "headline",
+           "judge_scheduler", "pending_by_reason", "read_capture", "read_sched_stats", "scan_log", "stats_from_json"]

@@ -57,6 +57,7 @@ from cockpit.core.joblog import JobLogError, path_for, sanitize
 from cockpit.core.jobprocs import JobProcess, node_processes
 from cockpit.core.sbatch import TERMINAL_STATES, JobOutcome, Placement, sbatch_header, sbatch_value
 from cockpit.core.slurmtext import (  # saved Slurm text and controller health, for --slurm-file and check scheduler
+    METRICS_INDEX,
     Capture,
     LogScan,
     SchedJudged,
@@ -387,6 +388,6 @@ __all__ = [
     "collapse", "config_home", "data_home", "expand", "expand_nodes", "node_processes",
     "parse_query_gpu", "path_for", "query_argv", "read_audit", "sanitize", "sbatch_header", "sbatch_value",
     "verdict", "worst",
-    "Capture", "LogScan", "SchedJudged", "SchedStats", "judge_scheduler", "pending_by_reason", "read_capture",
-    "read_sched_stats", "scan_log",
+    "Capture", "LogScan", "METRICS_INDEX", "SchedJudged", "SchedStats", "judge_scheduler", "pending_by_reason",
+    "read_capture", "read_sched_stats", "scan_log",
 ]

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit.plugins.api import ParseError, read_capture, read_sched_stats, scan_log
+from cockpit.plugins.api import METRICS_INDEX, ParseError, read_capture, read_sched_stats, scan_log
 
 _SEFF_KEY = re.compile(r"^[#\s]*([A-Za-z][A-Za-z /-]*?):\s+(.*?)\s*$")
 _RES_START = re.compile(r"^ReservationName=")
@@ -246,7 +246,8 @@ def read(text: str) -> SlurmFile:
 def _read_text(text: str) -> SlurmFile:
     """sdiag, /metrics, the tables cockpit's text readers know, then log excerpts."""
     s = text.lstrip()
-    if re.search(r"^Server thread count:", text, re.M) or s.startswith(("# HELP slurm_", "# TYPE slurm_")):
+    if re.search(r"^Server thread count:", text, re.M) or \
+            s.startswith(("# HELP slurm_", "# TYPE slurm_", METRICS_INDEX)):
         sched = read_sched_stats(text)
         return SlurmFile(sched.source, sched=sched)
     try:

@@ -87,6 +87,16 @@ topology_lines() {  # leaf switches of two nodes each under one spine
   echo "SwitchName=spine Switches=leaf[1-$leaves]"
 }
 
+# Slurm 25.11 added the metrics/openmetrics plugin: slurmctld answers plain HTTP GETs on its
+# own port, unauthenticated while slurm.conf sets no PrivateData (none here) and no
+# MetricsAuthUsers. 22.05 and 24.11 have no such plugin (slurmctld would refuse the key).
+metrics_enabled() { version_ge "$1" 25.11; }
+metrics_lines() {
+  metrics_enabled "$1" || return 0
+  printf '%s\n' "# Slurm 25.11+: OpenMetrics at http://head:SlurmctldPort/metrics/{jobs,nodes,partitions,scheduler,...}" \
+    "MetricsType=metrics/openmetrics"
+}
+
 # Render every config into a temporary dir; install only on change. A change under running
 # daemons makes them complain about a different slurm.conf, so the cluster is restarted.
 install_configs() {
@@ -98,6 +108,9 @@ install_configs() {
     CONF_DIR="$COCKPIT_CLUSTER_CONF_DIR" NODE_LINES="$(node_lines)" ACCOUNTING_LINES="$(accounting_lines)" \
     JWT_LINES="$(jwt_lines)" \
     > "$tmp/slurm.conf"
+  # Appended, not a template placeholder: 22.05's and 24.11's slurm.conf stay byte for byte
+  # what they were, so a running cluster of theirs is not restarted for this.
+  metrics_lines "$version" >> "$tmp/slurm.conf"
   render_slurmdbd_conf "$tmp/slurmdbd.conf"
   # Clients inside jobs (see TaskProlog in slurm.conf.in).
   sed 's/^CommunicationParameters=.*/CommunicationParameters=NoCtldInAddrAny/' "$tmp/slurm.conf" \
@@ -271,6 +284,10 @@ write_env() {
     echo "export COCKPIT_TEST_HEAD_ADDR=$COCKPIT_CLUSTER_HEAD_ADDR"
     echo "export COCKPIT_TEST_CTLD_PORT=$COCKPIT_CLUSTER_CTLD_PORT"
     echo "export COCKPIT_TEST_SLURMD_PORT=$COCKPIT_CLUSTER_SLURMD_PORT"
+    # only where slurmctld serves OpenMetrics (25.11+); tests skip without it
+    if metrics_enabled "$1"; then
+      echo "export COCKPIT_TEST_METRICS_URL=http://$COCKPIT_CLUSTER_HEAD_ADDR:$COCKPIT_CLUSTER_CTLD_PORT/metrics"
+    fi
     echo "export COCKPIT_TEST_PARTITIONS=\"gpu debug\""
     echo "export COCKPIT_TEST_GPU_TYPE=$COCKPIT_CLUSTER_GPU_TYPE"
     echo "export COCKPIT_TEST_GPUS_PER_NODE=$COCKPIT_CLUSTER_GPUS"

@@ -9,11 +9,10 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+from clusterlib import cancel, run, submit, wait_for
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,17 +87,67 @@ def _version(cluster) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def test_metrics_scheduler_of_a_25_11_controller(cluster):
+@pytest.fixture
+def metrics_url(cluster) -> str:
+    """slurmctld's /metrics base URL: tests/cluster/up sets MetricsType=metrics/openmetrics from 25.11 on.
+    Run them in the 26.05 chroot: COCKPIT_OTHER_RELEASE=sid tests/cluster/other-debian --python --
+    pytest tests/cluster/test_headless_cluster.py -k metrics"""
     if _version(cluster) < (25, 11):
         pytest.skip(f"Slurm {cluster['COCKPIT_TEST_SLURM_VERSION']} has no /metrics (25.11+); run in the 26.05 chroot")
-    url = f"http://{cluster['COCKPIT_TEST_HEAD_ADDR']}:{cluster['COCKPIT_TEST_CTLD_PORT']}/metrics/scheduler"
-    assert cluster["COCKPIT_TEST_HEAD_ADDR"].startswith("127."), "loopback only"
+    url = cluster.get("COCKPIT_TEST_METRICS_URL", "")
+    # up writes it for every 25.11+ cluster: its absence is a broken setup, not a reason to skip
+    assert url.startswith("http://127."), f"env.sh of a {cluster['COCKPIT_TEST_SLURM_VERSION']} cluster: {url!r}"
+    return url
+
+
+def _sdiag_json() -> dict:
+    """sdiag --json's statistics, read here with json alone (not cockpit's reader), to compare with."""
+    return json.loads(run(["sdiag", "--json"]).stdout)["statistics"]
+
+
+def _n(v) -> int:
+    return v["number"] if isinstance(v, dict) else int(v)
+
+
+def _bf_cycles() -> int:
+    return _n(_sdiag_json()["bf_cycle_counter"])
+
+
+def test_check_scheduler_judges_the_live_metrics_as_sdiag_reads_them(cluster, metrics_url):
+    # something to schedule: one job runs, one waits behind it for all four nodes (Resources)
+    ids = [submit("sleep 300", job_name="metrics-run", nodes=1),
+           submit("sleep 30", job_name="metrics-wait", nodes=4, exclusive=True)]
     try:
-        urllib.request.urlopen(url, timeout=10).close()
-    except urllib.error.HTTPError as exc:
-        pytest.skip(f"{url}: HTTP {exc.code}: the controller does not serve /metrics (MetricsType=metrics/openmetrics)")
-    except OSError as exc:
-        pytest.skip(f"{url}: {exc}")
-    proc = cockpit(cluster, "check", "scheduler", "--metrics-url", url, "--json")
+        wait_for(lambda: run(["squeue", "-h", "-j", ids[0], "-o", "%T"]).stdout.strip() == "RUNNING", timeout=90)
+        # backfill runs every bf_interval (30 s) while a job is pending: wait for its first cycle
+        wait_for(lambda: _bf_cycles() > 0, timeout=120)
+        before = _sdiag_json()
+        proc = cockpit(cluster, "check", "scheduler", "--metrics-url", f"{metrics_url}/scheduler", "--json")
+        after = _sdiag_json()
+    finally:
+        for j in ids:
+            cancel(j)
     doc = json.loads(proc.stdout)
-    assert doc["data"]["source"] == "/metrics" and "sched.threads" in {f["rule"] for f in doc["findings"]}, proc.stderr
+    assert proc.returncode == doc["exit_code"] and doc["status"] in ("OK", "WARN", "CRIT"), proc.stderr
+    assert doc["data"]["source"] == "/metrics" and doc["data"]["origin"] == "live"
+    judged = {f["rule"] for f in doc["findings"] if f["severity"] in ("OK", "WARN", "CRIT")}
+    assert {"sched.threads", "sched.agent-queue", "sched.dbd-queue", "sched.bf-cycle", "sched.bf-age"} <= judged
+    st = doc["data"]["stats"]
+    # the figures lie between two sdiag reads taken just before and just after
+    pairs = {"taken_at": "req_time", "agent_queue": "agent_queue_size", "dbd_queue": "dbd_agent_queue_size",
+             "jobs_pending": "jobs_pending", "jobs_running": "jobs_running", "bf_cycles": "bf_cycle_counter",
+             "bf_last_when": "bf_when_last_cycle", "sched_cycle_max_us": "schedule_cycle_max"}
+    for ours, theirs in pairs.items():
+        lo, hi = sorted((_n(before[theirs]), _n(after[theirs])))
+        assert lo <= st[ours] <= hi, (ours, st[ours], lo, hi)
+    assert st["jobs_running"] >= 1 and st["bf_cycles"] >= 1
+    # sdiag's own request occupies a server thread (1 in both reads); the HTTP GET was recorded as 0
+    assert 0 <= st["server_threads"] <= max(_n(before["server_thread_count"]), _n(after["server_thread_count"]))
+
+
+@pytest.mark.parametrize("path", ["", "/jobs"])
+def test_check_scheduler_refuses_another_metrics_endpoint_in_one_line(cluster, metrics_url, path):
+    proc = cockpit(cluster, "check", "scheduler", "--metrics-url", metrics_url + path)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 3 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "/metrics/scheduler" in lines[0] and "OK" not in proc.stdout

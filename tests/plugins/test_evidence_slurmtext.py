@@ -360,6 +360,9 @@ async def test_the_causes_are_named():
     ("slurm-text/sdiag-json-rivosinc-23.02.4.json", 3, "162322 RPCs from 2 user(s); most from root (141368)"),
     ("slurm-postmortem/rivosinc-exporter-sdiag-24.05.5-json.json", 2, "29 RPCs from 1 user(s); most from root (29)"),
     ("slurmrestd-22.05/diag.json", 3, "12 RPCs from 2 user(s); most from root (8)"),
+    # the test clusters' own sdiag --json with non-zero counters (README.md there): v0.0.42, v0.0.45
+    ("slurm-24.11/sdiag-busy.json", 1, "946 RPCs from 1 user(s); most from root (946)"),
+    ("slurm-26.05/sdiag-busy.json", 1, "934 RPCs from 1 user(s); most from root (934)"),
 ])
 async def test_sdiag_json_in_each_schema(path, threads, rpcs):
     res = await _records(DATA / path)
@@ -395,6 +398,24 @@ async def test_another_metrics_endpoint_is_refused_by_name(name):
     res = await _records(TEXT / name)
     (f,) = res.findings
     assert f.severity == Severity.UNKNOWN and "looks like another /metrics endpoint" in f.title
+
+
+async def test_the_metrics_index_is_refused_naming_the_endpoint():
+    # GET /metrics of 26.05.5 answers a plain list of its endpoints (tests/data/slurm-26.05)
+    res = await _records(DATA / "slurm-26.05" / "metrics-index.txt")
+    (f,) = res.findings
+    assert f.severity == Severity.UNKNOWN and "index of its /metrics endpoints" in f.title
+    assert "ask for /metrics/scheduler" in f.title
+
+
+@pytest.mark.parametrize("version, pending_dbd", [("22.05", 10), ("24.11", 0), ("26.05", 0)])
+async def test_the_test_clusters_busy_sdiag(version, pending_dbd):
+    # record-scheduler's runs: backfill ran twice, one job ran; read by hand off each sdiag-busy.txt
+    res = await _records(DATA / f"slurm-{version}" / "sdiag-busy.txt")
+    titles = [f.title for f in res.findings]
+    assert f"slurmdbd agent queue (messages waiting for slurmdbd): {pending_dbd}" in titles
+    assert any(t.startswith("last backfill cycle took 0.0 s") for t in titles)
+    assert verdict(res.findings) == Severity.OK and len(res.findings) == 6
 
 
 async def test_a_text_that_is_not_slurm_says_what_it_looked_like(tmp_path):

@@ -75,6 +75,36 @@ def test_headless_exit_codes_and_json(tmp_path):
     assert done.returncode == 3 and "cannot parse sdiag: no 'Server thread count:' line" in done.stderr
 
 
+def test_one_moment_of_26_05_in_three_forms():
+    """sdiag, sdiag --json and /metrics/scheduler of the 26.05 test cluster, taken within one
+    second (tests/data/slurm-26.05/README.md): the same figures, read by hand off the files."""
+    from cockpit.plugins.api import read_sched_stats
+
+    d = DATA / "slurm-26.05"
+    names = ("sdiag-busy.txt", "sdiag-busy.json", "metrics-scheduler.txt")
+    forms = [read_sched_stats((d / n).read_text()) for n in names]
+    assert [f.source for f in forms] == ["sdiag", "sdiag --json", "/metrics"]
+    want = dict(taken_at=1796197328, agent_queue=0, dbd_queue=0, jobs_pending=5, jobs_running=1,
+                sched_cycle_last_us=5855, sched_cycle_max_us=5855, bf_cycles=2, bf_cycle_last_us=833,
+                bf_cycle_mean_us=871, bf_last_when=1796197321)
+    for f in forms:
+        assert {k: getattr(f, k) for k in want} == want, f.source
+    # sdiag's own request holds a server thread; the HTTP GET is not counted
+    assert [f.server_threads for f in forms] == [1, 1, 0]
+    assert forms[2].rpc_by_user == () and sum(c for _, c, _ in forms[0].rpc_by_user) == 933
+
+
+def test_a_saved_metrics_index_is_one_line_naming_the_endpoint(tmp_path):
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}:{ROOT / 'plugins'}")
+    _replay(tmp_path, "26.05")
+    done = subprocess.run([sys.executable, "-m", "cockpit.cli", "--replay", str(tmp_path), "check", "scheduler",
+                           "--file", str(DATA / "slurm-26.05" / "metrics-index.txt")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 3 and done.stderr.strip().splitlines() == [
+        "cockpit: cannot parse /metrics/scheduler: this is slurmctld's index of its /metrics endpoints "
+        "(GET /metrics); ask for /metrics/scheduler"]
+
+
 async def test_the_demo_cannot_and_says_so():
     from cockpit.backends.demo import DemoBackend
 
