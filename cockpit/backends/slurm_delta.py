@@ -22,7 +22,6 @@ first load; later additions come last). Errors are the same ParseError.
 from __future__ import annotations
 
 import copyreg
-import dataclasses
 import io
 import json
 import operator
@@ -38,7 +37,7 @@ from cockpit.backends.slurm_json_common import RECORD_ERRORS, get_record, record
 from cockpit.backends.slurm_json_nodes import node_from_record
 from cockpit.backends.slurm_json_fast import JobRecord, msgspec
 from cockpit.errors import ParseError
-from cockpit.models import GpuGroup, Job, JobGpus, Node, SharedGres
+from cockpit.models import GpuGroup, Job, JobGpus, Node, SharedGres, record_fields
 from cockpit.models.unread import unread
 
 CHUNK = 1000  # objects per Delta: unpickling 1000 jobs costs the UI process ~10 ms
@@ -67,14 +66,19 @@ class Delta:
 # Frozen slots dataclasses pickle through dataclasses' Python __getstate__ /
 # __setstate__ (~20 us a job each way); as (cls, field values) it is ~2x faster.
 def _reducer(cls: type) -> Any:
-    get = operator.attrgetter(*(f.name for f in dataclasses.fields(cls)))
+    get = operator.attrgetter(*record_fields(cls))
     return lambda obj: (cls, get(obj))
 
 
-_JOB_FIELDS = [f.name for f in dataclasses.fields(Job)]
+_JOB_FIELDS = list(record_fields(Job))
 # Strings most jobs share: one copy each in the UI process instead of one per job
 # (~40 MB at 100k jobs); rows then share them too.
 _SHARED = tuple(_JOB_FIELDS.index(n) for n in ("user", "account", "partition", "state", "reason", "gpu_type", "work_dir"))
+# Frozensets too: a job's state flags ({"REQUEUED"}, mostly empty) arrived as one
+# 216-byte frozenset per job, each tracked by the cyclic GC (100k at 100k jobs);
+# a few distinct values cover a whole queue.
+_SETS = tuple(_JOB_FIELDS.index(n) for n in ("state_flags", "unknown"))
+_SHARED_SETS: dict[frozenset, frozenset] = {}
 
 
 def _new_job(*values: Any) -> Job:
@@ -83,6 +87,13 @@ def _new_job(*values: Any) -> Job:
     for i in _SHARED:
         if type(v[i]) is str:
             v[i] = sys.intern(v[i])
+    for i in _SETS:
+        fs = v[i]
+        shared = _SHARED_SETS.get(fs)
+        if shared is None and len(_SHARED_SETS) < 4096:  # a bound: flags are few, but cluster data is data
+            shared = _SHARED_SETS[fs] = fs
+        if shared is not None:
+            v[i] = shared
     return Job(*v)
 
 

@@ -16,6 +16,8 @@ from cockpit.models.cluster import (
     SharedGres,
     Switch,
     Topology,
+    record_fields,
+    record_replace,
 )
 
 __all__ = [
@@ -29,4 +31,6 @@ __all__ = [
     "SharedGres",
     "Switch",
     "Topology",
+    "record_fields",
+    "record_replace",
 ]

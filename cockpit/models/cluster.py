@@ -1,9 +1,37 @@
-"""Frozen dataclasses: Node, Partition, Job, Topology, ClusterSnapshot."""
+"""Frozen records: Node, Partition, Job, Topology, ClusterSnapshot.
+
+Most are frozen slots dataclasses. The records a site has hundreds of thousands
+of (Job and its JobGpus) are frozen msgspec Structs with ``gc=False``: they can
+never be part of a reference cycle (their fields are strings, numbers, tuples
+and frozensets), so the cyclic garbage collector need not track them. At
+500k jobs a full collection walked ~2.6 million tracked objects (Job, JobGpus,
+their frozensets and the rows' tuples) and froze keys for ~2 s; untracked,
+it walks the containers only (bench/bench_gc.py). Use :func:`record_fields` and
+:func:`record_replace` for either kind.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+def record_fields(obj_or_cls: Any) -> tuple[str, ...]:
+    """The field names of a model record (a dataclass or a msgspec Struct), in order."""
+    cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
+    names = getattr(cls, "__struct_fields__", None)
+    return tuple(names) if names is not None else tuple(f.name for f in dataclasses.fields(cls))
+
+
+def record_replace(obj: Any, **changes: Any) -> Any:
+    """A copy of a model record (dataclass or msgspec Struct) with ``changes``."""
+    if isinstance(obj, msgspec.Struct):
+        return msgspec.structs.replace(obj, **changes)
+    return dataclasses.replace(obj, **changes)
+
 
 # Base node states after normalisation (lower case, Slurm's words).
 NODE_BASE_STATES = frozenset(
@@ -225,8 +253,7 @@ class Partition:
     total_cpus: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class JobGpus:
+class JobGpus(msgspec.Struct, frozen=True, gc=False):
     """GPUs a job holds on one node (from ``gres_detail``/``GRES=...(IDX:..)``)."""
 
     node: str
@@ -235,8 +262,7 @@ class JobGpus:
     indexes: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
+class Job(msgspec.Struct, frozen=True, gc=False):
     job_id: int
     name: str = ""
     user: str = ""

@@ -79,7 +79,7 @@ from cockpit.errors import (
     UsageError,
 )
 from cockpit.hostlist import collapse, expand
-from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, Topology
+from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, Topology, record_replace
 from cockpit.models.actions import IB_SYSFS_DUMP, ProbeOutput
 from cockpit.paths import config_home, data_home
 from cockpit.plugins.specs import (
@@ -386,7 +386,7 @@ __all__ = [
     "Partition", "ParseError", "Placement", "Plan", "Plugin", "ProbeOutput", "ReadOnlyError", "Severity",
     "SlurmJobs", "Step", "TERMINAL_STATES", "TargetResult", "Topology", "UsageError", "check_job_id",
     "collapse", "config_home", "data_home", "expand", "expand_nodes", "node_processes",
-    "parse_query_gpu", "path_for", "query_argv", "read_audit", "sanitize", "sbatch_header", "sbatch_value",
+    "parse_query_gpu", "path_for", "query_argv", "read_audit", "record_replace", "sanitize", "sbatch_header", "sbatch_value",
     "verdict", "worst",
     "Capture", "LogScan", "METRICS_INDEX", "SchedJudged", "SchedStats", "judge_scheduler", "pending_by_reason",
     "read_capture", "read_sched_stats", "scan_log",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+import msgspec
 from typing import Any
 
 from cockpit.text import clean
@@ -45,8 +47,10 @@ class Column:
     when_data: bool = False  # drawn only while some cell has text (a cluster without shards or MIG)
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(msgspec.Struct, frozen=True, gc=False):
+    """One row; a msgspec Struct untracked by the cyclic GC, as Job is (cockpit/models/cluster.py):
+    a row holds strings, numbers and tuples of them, never itself."""
+
     key: Any
     cells: tuple[str, ...]
     values: tuple[Any, ...]
@@ -135,9 +139,9 @@ JOB_SCHEMA = Schema(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class JobExtras:
-    """A job with what cockpit measured about it besides Slurm (the jobs view's GPU% and LAST OUT)."""
+class JobExtras(msgspec.Struct, frozen=True, gc=False):
+    """A job with what cockpit measured about it besides Slurm (the jobs view's GPU% and LAST OUT);
+    untracked by the cyclic GC as Job and Row are."""
 
     job: Job
     gpu_util: float | None = None  # mean utilisation of its GPUs in percent (live telemetry)

@@ -185,9 +185,9 @@ async def read_allocation(ctx: CheckContext, args: argparse.Namespace) -> tuple[
 
 
 def _with_gpn(job, gpn: int):
-    from dataclasses import replace
+    from cockpit.plugins.api import record_replace
 
-    return replace(job, gpus_per_node=gpn)
+    return record_replace(job, gpus_per_node=gpn)
 
 
 async def _partition_gpus(ctx: CheckContext, partition: str | None) -> int:

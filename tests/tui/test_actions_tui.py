@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import replace
 
 import pytest
 
@@ -18,6 +17,7 @@ from cockpit.core.audit import read_audit
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.screens.actions import ActionMenu, ActionResults, ConfirmAction, ParamsForm
 from cockpit.tui.screens.joblog import JobLogScreen
+from cockpit.models import record_replace
 
 from .fakes import NOW, FakeBackend
 
@@ -37,7 +37,7 @@ class AdminFake(FakeBackend):
     def cancel_job(self, job):
         if job == "105":
             raise KeyError("Access/permission denied")
-        self.jobs = tuple(replace(j, state="CANCELLED") if str(j.job_id) == job else j for j in self.jobs)
+        self.jobs = tuple(record_replace(j, state="CANCELLED") if str(j.job_id) == job else j for j in self.jobs)
         self.done.append(("cancel", job))
 
     def drain_node(self, node, reason):
@@ -145,7 +145,7 @@ async def test_follow_log_screen_shows_new_lines_sanitized(tmp_path):
     log = tmp_path / "out.log"
     log.write_text("first\n")
     backend = AdminFake()
-    backend.jobs = tuple(replace(j, stdout=str(log)) if j.job_id == 101 else j for j in backend.jobs)
+    backend.jobs = tuple(record_replace(j, stdout=str(log)) if j.job_id == 101 else j for j in backend.jobs)
     app = CockpitApp(backend, _config(tmp_path), clock=lambda: NOW)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot, app)

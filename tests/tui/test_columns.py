@@ -7,6 +7,7 @@ from __future__ import annotations
 from cockpit.tui.columns import GUTTER, layout
 from cockpit.tui.rows import JOB_SCHEMA, Column, job_row
 from cockpit.tui.livetable import LiveTable
+from cockpit.models import record_replace
 
 from .fakes import small_cluster
 from .test_pilot import make_app, settle
@@ -50,9 +51,7 @@ def test_live_table_measures_the_widest_cell_and_grows_with_changes():
     data = live.update(jobs)
     name = [c.label for c in JOB_SCHEMA.columns].index("NAME")
     assert data.widths[name] >= len("llama-70b")
-    from dataclasses import replace
-
-    longer = replace(jobs[0], name="x" * 70)
+    longer = record_replace(jobs[0], name="x" * 70)
     data = live.update((longer, *jobs[1:]))
     assert data.widths[name] == 70
 

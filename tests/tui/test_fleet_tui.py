@@ -16,6 +16,7 @@ from cockpit.tui.commands import completions
 from cockpit.tui.screens.detail import NodeDetailScreen
 from cockpit.tui.screens.fleet import FleetScreen
 from tuiwait import screen_text, wait_for_text, wait_until
+from cockpit.models import record_replace
 
 from .fakes import NOW, FakeBackend
 
@@ -32,8 +33,8 @@ class OtherBackend(FakeBackend):
         super().__init__()
         self.nodes = tuple(replace(n, name="b-" + n.name) for n in self.nodes)
         self.partitions = tuple(replace(p, nodes=tuple("b-" + x for x in p.nodes)) for p in self.partitions)
-        self.jobs = tuple(replace(j, job_id=j.job_id + 900, nodes=tuple("b-" + x for x in j.nodes),
-                                  gpus=tuple(replace(g, node="b-" + g.node) for g in j.gpus)) for j in self.jobs)
+        self.jobs = tuple(record_replace(j, job_id=j.job_id + 900, nodes=tuple("b-" + x for x in j.nodes),
+                                  gpus=tuple(record_replace(g, node="b-" + g.node) for g in j.gpus)) for j in self.jobs)
 
 
 def two_clusters(config: Config = FAST, other: str = "b", clock=lambda: NOW):

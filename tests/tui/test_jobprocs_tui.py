@@ -8,12 +8,12 @@ tests/tui/test_demo_probes_tui.py.
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from cockpit.errors import CockpitError
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.screens.detail import JobDetailScreen
 from cockpit.tui.screens.jobprocs import JobProcsScreen
+from cockpit.models import record_replace
 
 from .fakes import NOW, FakeBackend, FakeProbes, result
 
@@ -52,7 +52,7 @@ def node_answers(node: str, argv: list[str]):
 
 def two_node_backend() -> FakeBackend:
     backend = FakeBackend()
-    backend.jobs = tuple(replace(j, nodes=("gpu01", "gpu02"), node_count=2) if j.job_id == 101 else j
+    backend.jobs = tuple(record_replace(j, nodes=("gpu01", "gpu02"), node_count=2) if j.job_id == 101 else j
                          for j in backend.jobs)
     return backend
 

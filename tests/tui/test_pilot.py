@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import pytest
 
@@ -10,6 +9,7 @@ from cockpit.config import Config, Refresh
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
 from tuiwait import screen_text, wait_for_text, wait_until  # screen_text: other tests import it from here
+from cockpit.models import record_replace
 
 from .fakes import NOW, FakeBackend
 
@@ -178,7 +178,7 @@ async def test_update_by_key_keeps_cursor_on_its_row():
         await settle(pilot, app)
         table = app.main.active_table()
         assert table.select_key(103)
-        backend.jobs = tuple(j for j in backend.jobs if j.job_id != 101) + (replace(backend.jobs[0], job_id=999),)
+        backend.jobs = tuple(j for j in backend.jobs if j.job_id != 101) + (record_replace(backend.jobs[0], job_id=999),)
         app.poller.refresh_now()
         await wait_until(pilot, lambda: 999 in table.data.index, "the refreshed jobs in the table")
         await settle(pilot, app)

@@ -10,7 +10,7 @@ import gc
 
 from textual.geometry import Region
 
-from cockpit.models import ClusterSnapshot
+from cockpit.models import ClusterSnapshot, record_replace
 from cockpit.tui.widgets import vtable
 
 from .fakes import NOW, FakeBackend
@@ -48,7 +48,7 @@ async def test_a_changed_row_is_repainted_and_clock_cells_move_on(monkeypatch):
         assert "llama-70b" in screen_text(app) and "2h00m" in screen_text(app)
         repainted = spy_repaints(monkeypatch)
         jobs = list(backend.jobs)
-        jobs[0] = dataclasses.replace(jobs[0], name="llama-405b")
+        jobs[0] = record_replace(jobs[0], name="llama-405b")
         backend.jobs = tuple(jobs)
         await refresh(pilot, app)
         text = screen_text(app)
@@ -115,7 +115,7 @@ def test_gpu_rows_are_rebuilt_only_for_nodes_whose_holders_changed():
     first = {r.key: r for r in view.build_rows(snap)}
     assert first["gpu01:0"].values[4] == "101" and first["gpu02:1"].values[4] == "100_3"
     moved = list(jobs)
-    moved[0] = dataclasses.replace(jobs[0], user="zed")  # job 101 holds gpu01's GPUs
+    moved[0] = record_replace(jobs[0], user="zed")  # job 101 holds gpu01's GPUs
     again = {r.key: r for r in view.build_rows(dataclasses.replace(snap, jobs=tuple(moved)))}
     assert again.keys() == first.keys()
     assert again["gpu01:0"].values[5] == "zed" and again["gpu01:0"] is not first["gpu01:0"]

@@ -4,12 +4,11 @@ rebuild, and a refresh rebuilds only the rows whose object changed."""
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 import pytest
 
 from cockpit.core.filtering import compile_query, natural_key
-from cockpit.models import Job
+from cockpit.models import Job, record_replace
 from cockpit.tui import livetable
 from cockpit.tui.livetable import LiveTable
 from cockpit.tui.rows import JOB_SCHEMA, job_row
@@ -44,7 +43,7 @@ def mutate(rng, jobs, next_id):
             jobs.pop(rng.randrange(len(jobs)))
         elif op == 1 and jobs:
             i = rng.randrange(len(jobs))
-            jobs[i] = replace(jobs[i], state=rng.choice(STATES), submit_time=rng.choice((None, rng.randrange(1000))))
+            jobs[i] = record_replace(jobs[i], state=rng.choice(STATES), submit_time=rng.choice((None, rng.randrange(1000))))
         else:
             jobs.extend(make_jobs(rng, 1, next_id))
             next_id += 1
@@ -79,7 +78,7 @@ def test_only_changed_rows_are_rebuilt_and_rows_keep_identity():
     first = live.update(tuple(jobs))
     assert len(built) == 200
     built.clear()
-    jobs[10] = replace(jobs[10], state="FAILED")
+    jobs[10] = record_replace(jobs[10], state="FAILED")
     jobs.append(Job(999, state="PENDING"))
     second = live.update(tuple(jobs[1:]))
     assert sorted(built) == [jobs[10].job_id, 999]
@@ -91,7 +90,7 @@ def test_equal_but_rebuilt_objects_are_not_rebuilt_again():
     built = []
     live = LiveTable(lambda j: built.append(1) or job_row(j), lambda j: j.job_id)
     live.update(tuple(jobs))
-    live.update(tuple(replace(j) for j in jobs))  # a backend that rebuilds every object
+    live.update(tuple(record_replace(j) for j in jobs))  # a backend that rebuilds every object
     assert len(built) == 20
 
 

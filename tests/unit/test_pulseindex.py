@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, OrderedDict, deque
-from dataclasses import replace
 
 from hypothesis import given, settings, strategies as st
 
-from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition
+from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, record_replace
 from cockpit.tui import pulsedata
 from cockpit.tui.pulsedata import ChangeTracker, compute, summarise, watch_candidates
 from cockpit.tui.pulseindex import JobIndex
@@ -83,7 +82,7 @@ def test_the_pulse_from_deltas_equals_a_full_pass(steps):
     for i, (jobs, rebuild, outputs, telemetry) in enumerate(steps):
         by_id = {j.job_id: previous.get(j.job_id, j) if previous.get(j.job_id) == j else j for j in jobs}
         if rebuild:  # a backend that builds every object again: equal, not identical
-            by_id = {k: replace(j) for k, j in by_id.items()}
+            by_id = {k: record_replace(j) for k, j in by_id.items()}
         previous = by_id
         snap = ClusterSnapshot(nodes=NODE_OBJS, partitions=PARTS, jobs=tuple(by_id.values()), fetched_at=NOW + i)
         data = compute(snap, tracker, True, NOW + i, telemetry=telemetry, outputs=outputs, silent_after=600.0,

@@ -8,7 +8,6 @@ for a job, the tails of its output files where they are readable here.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any
 
@@ -24,7 +23,7 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from cockpit.models import ClusterSnapshot, Job, Node
-from cockpit.models.cluster import or_unknown
+from cockpit.models.cluster import or_unknown, record_fields
 from cockpit.text import clean, tail_lines
 from cockpit.tui.gresview import gres_pairs
 from cockpit.tui.rows import duration, gpu_holders, job_state_text, limit_text, mem_gib, node_state_text
@@ -191,17 +190,17 @@ class JobDetailScreen(DetailScreen):
     def job_table(self, job: Job) -> Table:
         now = host_of(self).clock()
         pairs = []
-        for f in dataclasses.fields(job):
-            v = getattr(job, f.name)
-            if f.name in ("submit_time", "start_time", "end_time"):
+        for name in record_fields(job):
+            v = getattr(job, name)
+            if name in ("submit_time", "start_time", "end_time"):
                 v = _fmt_time(v, now)
-            elif f.name == "time_limit":
+            elif name == "time_limit":
                 v = limit_text(v)
-            elif f.name == "gpus":
+            elif name == "gpus":
                 v = "; ".join(f"{g.node}: {g.type or 'gpu'}x{g.count} idx {','.join(map(str, g.indexes))}" for g in v)
             elif isinstance(v, (tuple, frozenset)):
                 v = ",".join(sorted(map(str, v))) if isinstance(v, frozenset) else ",".join(map(str, v))
-            pairs.append((f.name, clean("" if v is None else v, 200)))
+            pairs.append((name, clean("" if v is None else v, 200)))
         pairs.insert(1, ("display id", job.display_id))
         return _kv_table(pairs)
 

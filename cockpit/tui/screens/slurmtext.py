@@ -123,7 +123,7 @@ class DescribeScreen(SlurmTextScreen):
 
     def known_fields(self) -> list[str]:
         """``field=value`` lines of the job or node in the App's snapshot ([] when absent)."""
-        import dataclasses
+        from cockpit.models import record_fields
 
         snap = self.services.snapshot
         if snap is None:
@@ -133,7 +133,7 @@ class DescribeScreen(SlurmTextScreen):
         obj = next((x for x in items if key(x) == self.target), None)
         if obj is None:
             return []
-        return [f"{f.name}={clean(getattr(obj, f.name), 300)}" for f in dataclasses.fields(obj)]
+        return [f"{name}={clean(getattr(obj, name), 300)}" for name in record_fields(obj)]
 
 
 def job_lines(lines: list[str], job: str) -> list[str]:
