@@ -20,12 +20,13 @@ from rich.text import Text
 from cockpit.core.actions import ACTIONS, Outcome, Params, Plan, build_plan
 from cockpit.core.joblog import JobOutput, open_job_output, resolve_path
 from cockpit.errors import CockpitError
-from cockpit.models import Job
+from cockpit.models import ClusterSnapshot, Job
 from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import clean
 from cockpit.tui.rows import duration
 from cockpit.tui.screens.actions import ActionMenu, ActionResults, ConfirmAction, ParamsForm
 from cockpit.tui.selection import current_targets, job_in_view
+from cockpit.tui.services import services_for
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
@@ -33,10 +34,9 @@ if TYPE_CHECKING:
 DETAIL_LINES = 12  # targets described in the confirmation; the rest are counted
 
 
-def plan_details(app: CockpitApp, plan: Plan) -> list[Text]:
-    """What each target of ``plan`` is, for the confirmation: a job's user, name, GPUs
-    and time; a node's state and the jobs still running on it (a drain lets them finish)."""
-    snap = app.snapshot
+def plan_details(app: CockpitApp, plan: Plan, snap: ClusterSnapshot | None) -> list[Text]:
+    """What each target of ``plan`` is in ``snap`` (its cluster's), for the confirmation: a
+    job's user, name, GPUs and time; a node's state and the jobs still running on it."""
     if snap is None or plan.spec.kind not in ("job", "node"):
         return []
     now = app.clock()
@@ -78,15 +78,17 @@ def plan_details(app: CockpitApp, plan: Plan) -> list[Text]:
     return lines
 
 
-def confirm_dialog(app: CockpitApp, plan: Plan, where: str | None = None) -> ConfirmAction:
+def confirm_dialog(app: CockpitApp, plan: Plan, where: str | None = None, services: Any = None) -> ConfirmAction:
     """THE confirmation of every state change, whatever asked (``a``, the audit viewer's
-    follow-up, a runbook step, a plugin): the exact argv, what each target is (a job's
-    user, name and GPUs; the jobs a drain leaves running) and, when a screen in front
-    acts for a step of its own (a runbook), which step it is (its ScreenOffers' ``confirm_origin()``)."""
+    follow-up, a runbook step, a plugin): the exact argv, what each target is in the
+    cluster acted on (``services``, else the screen in front's: a job's user, name and
+    GPUs; the jobs a drain leaves running) and, when a screen in front acts for a step of
+    its own (a runbook), which step it is (its ScreenOffers' ``confirm_origin()``)."""
+    services = services or services_for(app)
     screen = app.screen
     origin = screen.confirm_origin() if isinstance(screen, ScreenOffers) else ""
-    return ConfirmAction(plan, app.gate_description if where is None else where, plan_details(app, plan),
-                         origin=str(origin))
+    return ConfirmAction(plan, services.gate_description if where is None else where,
+                         plan_details(app, plan, services.snapshot), origin=str(origin))
 
 
 class ActionFlows:
@@ -113,24 +115,29 @@ class ActionFlows:
         self.start(kind, targets, name)
 
     def start(self, kind: str, targets: tuple[str, ...], name: str | None = None,
-              params: dict[str, Any] | None = None) -> None:
+              params: dict[str, Any] | None = None, *, services: Any = None) -> None:
+        """``services``: the cluster acted on; else the screen in front's (a detail opened
+        for cluster A acts on A's job even while B is in the main views)."""
         table = self.app.main.active_table() if self.app.screen is self.app.main else None
         marked = table if table is not None and table.marked_keys() else None
-        self.app.run_worker(self.flow(kind, targets, name, params, marked=marked), name="action", group="action",
-                            exclusive=True)
+        services = services or services_for(self.app)
+        self.app.run_worker(self.flow(kind, targets, name, params, marked=marked, services=services),
+                            name="action", group="action", exclusive=True)
 
     async def flow(self, kind: str, targets: tuple[str, ...], name: str | None = None,
-                   params: dict[str, Any] | None = None, *, marked: Any = None) -> Outcome | None:
+                   params: dict[str, Any] | None = None, *, marked: Any = None, services: Any = None) -> Outcome | None:
         """Menu -> parameters -> confirmation -> execute -> results. Runs in a worker.
-        ``marked``: the table whose marked rows are the targets (unmarked once done)."""
+        ``marked``: the table whose marked rows are the targets (unmarked once done);
+        ``services``: the cluster whose gate acts (the screen in front's unless given)."""
         app = self.app
+        services = services or services_for(app)
         try:
-            gate = app.gate()
+            gate = services.gate()
         except CockpitError as exc:  # an unusable audit log path
             app.notify(str(exc), severity="error", timeout=10)
             return None
         if gate.executor is None:
-            app.notify(f"{app.backend_name}: {gate.cannot_act}", severity="error")
+            app.notify(f"{services.backend_name}: {gate.cannot_act}", severity="error")
             return None
         name = name or await app.push_screen_wait(ActionMenu(kind, targets))
         if not name:
@@ -148,7 +155,7 @@ class ActionFlows:
         except CockpitError as exc:
             app.notify(str(exc), severity="error", timeout=8)
             return None
-        if not await app.push_screen_wait(confirm_dialog(app, plan, gate.description)):
+        if not await app.push_screen_wait(confirm_dialog(app, plan, gate.description, services)):
             return None
         try:
             outcome = await gate.execute(plan, confirmed=True)  # the dialog above asked
@@ -178,22 +185,25 @@ class ActionFlows:
         if job is None:
             self.app.notify("select a job to follow its output", severity="warning")
             return
-        via = "from the simulated node" if self.app.simulated else "over SSH"
-        self.app.push_screen(JobLogScreen(job, self.job_output, via=via))
+        services = services_for(self.app)  # the job's cluster: a detail's own, else the one in front
+        via = "from the simulated node" if services.simulated else "over SSH"
+        self.app.push_screen(JobLogScreen(job, lambda job, stderr: self.job_output(job, stderr, services), via=via))
 
-    async def job_output(self, job: Job, stderr: bool) -> JobOutput:
+    async def job_output(self, job: Job, stderr: bool, services: Any = None) -> JobOutput:
         """The job's stdout/stderr: here, or on its batch host through the probe runner.
 
         The path is resolved first (Slurm's default where squeue names none; a
         "/dev/null" checked with scontrol). A simulated cluster's files are never
         looked for on this machine; a backend without probes (a replay, a test)
-        reads here only. Raises JobLogError."""
-        path = None if job.state == "PENDING" else await resolve_path(job, self.app.backend, stderr=stderr)
-        probes = self.app.probes
+        reads here only. ``services``: the job's cluster (the one in front unless given).
+        Raises JobLogError."""
+        services = services or self.app.services
+        path = None if job.state == "PENDING" else await resolve_path(job, services.backend, stderr=stderr)
+        probes = services.probes
         if probes is None or not probes.available:
             return open_job_output(job, stderr=stderr, where="local", path=path)
-        where = "node" if self.app.simulated else "auto"
-        return open_job_output(job, stderr=stderr, where=where, remote_session=bool(self.app.config.general.host),
+        where = "node" if services.simulated else "auto"
+        return open_job_output(job, stderr=stderr, where=where, remote_session=bool(services.config.general.host),
                                pool=probes, path=path)
 
     # ------------------------------------------------------------ P: processes
@@ -207,17 +217,19 @@ class ActionFlows:
         if not job.nodes:
             self.app.notify(f"job {job.display_id} runs on no node yet: no processes", severity="warning")
             return
-        probes = self.app.probes
+        services = services_for(self.app)  # the job's cluster: a detail's own, else the one in front
+        probes = services.probes
         if probes is None or not probes.available:
-            why = probes.why_not if probes is not None else f"{self.app.backend_name} has no nodes to ask"
+            why = probes.why_not if probes is not None else f"{services.backend_name} has no nodes to ask"
             self.app.notify(f"no processes to list: {why}", severity="warning")
             return
-        hint = self.app.hints.get(job.job_id, {})  # what a runbook found: the straggler, highlighted
+        hint = services.facts.hints_for(job.job_id)  # what a runbook found: the straggler, highlighted
         straggler = (str(hint.get("straggler_node", "")), str(hint.get("straggler_rank", "")))
-        self.app.push_screen(JobProcsScreen(job, self.processes, straggler))
 
-    async def processes(self, job: Job) -> tuple[dict[str, list], dict[str, str]]:
-        """({node: processes}, {node: error}) through the probe runner."""
-        from cockpit.core.jobprocs import job_processes
+        async def processes(job: Job) -> tuple[dict[str, list], dict[str, str]]:
+            """({node: processes}, {node: error}) through its cluster's probe runner."""
+            from cockpit.core.jobprocs import job_processes
 
-        return await job_processes(self.app.probes, job.job_id, job.nodes)
+            return await job_processes(probes, job.job_id, job.nodes)
+
+        self.app.push_screen(JobProcsScreen(job, processes, straggler))

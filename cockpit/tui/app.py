@@ -61,8 +61,8 @@ __all__ = ["KEY_HELP", "CockpitApp", "probes_for"]
 
 
 class CockpitApp(App):
-    """Also its screens' ScreenHost (cockpit/tui/services.py): ``config``, ``viewers``,
-    ``output_watch``, ``snapshot``, ``clock``, ``copy_value`` and ``update_crumbs``."""
+    """Also its screens' ScreenHost (cockpit/tui/services.py): ``config``, ``output_watch``,
+    ``clock``, ``copy_value``, ``update_crumbs`` and ``start_action``."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "cockpit"
@@ -113,7 +113,7 @@ class CockpitApp(App):
         self.clock = clock
         self.probes = probes if probes is not None else probes_for(backend, self.config)
         self.fleet = Fleet(self, ClusterLink(backend, self.config, read_only=read_only, probes=self.probes,
-                                             confirm=self._dialog_confirm), fleet, unopened or {})
+                                             confirm=self._dialog_confirm, clock=clock), fleet, unopened or {})
         self.acting = ActionFlows(self)
         self.openers = PluginOpeners(self)
         self.viewers = Viewers(self)
@@ -122,7 +122,6 @@ class CockpitApp(App):
         self._add_plugin_keys()
         self.fleet.start_pollers(clock)  # each with its cluster's watches as node kinds
         self._poll = poll
-        self.hints: dict[int, dict[str, Any]] = {}  # job id -> what a runbook found (the straggler's node)
         first = self.fleet.first
         self.main = MainScreen(clock, self.config.tui.max_cell_width, silent_after=self.config.tui.silent_after,
                                watching=first.watching)
@@ -206,10 +205,10 @@ class CockpitApp(App):
     def backend_name(self) -> str:
         return self.fleet.current.backend_name
 
-    def _dialog_confirm(self) -> Any:
+    def _dialog_confirm(self, link: ClusterLink) -> Any:
         from cockpit.tui.plugin_support import dialog_confirm
 
-        return dialog_confirm(self)
+        return dialog_confirm(self, link)
 
     def gate(self) -> Actions:
         """The one gate for the actions on the cluster in front (the operator's and plugins'),
@@ -312,12 +311,13 @@ class CockpitApp(App):
 
     def on_plugin_facts(self, message: Any) -> None:
         """A plugin screen reports what it found (FACTS_NAMESPACE in the plugin API): the
-        hung-job runbook's straggler, shown first among the job's nodes in its detail."""
+        hung-job runbook's straggler, shown first among the job's nodes in its detail. Kept
+        in the facts of the cluster the plugin screen was opened for (cockpit/tui/openers.py)."""
         facts = getattr(message, "facts", None) or {}
         job = getattr(message, "job_id", None)
         if job and facts.get("straggler_node"):
-            self.hints[int(str(job).split("_")[0])] = {k: facts[k] for k in ("straggler_node", "straggler_rank")
-                                                        if k in facts}
+            link = self.openers.cluster_of(message)
+            link.facts.remember(int(str(job).split("_")[0]), facts)
 
     def set_telemetry(self, telemetry) -> None:
         """Replace the live GPU telemetry of the cluster in front (the GPU view, node details)."""
@@ -453,6 +453,11 @@ class CockpitApp(App):
 
     def copy_value(self, value: str, what: str) -> None:
         self.viewers.copy_value(value, what)
+
+    def start_action(self, services: ClusterLink, kind: str, targets: tuple[str, ...], name: str) -> None:
+        """ScreenHost's: action ``name`` on ``targets`` through ``services``' gate (the audit
+        viewer's follow-ups act on the cluster whose log it shows)."""
+        self.acting.start(kind, targets, name, services=services)
 
     def action_copy(self) -> None:
         self.viewers.copy()

@@ -35,7 +35,8 @@ class Fleet:
             if config.cluster in self.links:
                 continue  # the same [clusters.NAME] twice: one poller for it
             self.links[config.cluster] = ClusterLink(backend, config, read_only=first.read_only,
-                                                     probes=probes_for(backend, config), confirm=first._confirm)
+                                                     probes=probes_for(backend, config), confirm=first._confirm,
+                                                     clock=app.clock)
         self.unopened = dict(unopened)  # name -> why it could not be opened (the fleet Pulse says so)
         self.current = first
 
@@ -192,4 +193,4 @@ class Fleet:
         from cockpit.tui.screens.fleet import FleetScreen
 
         if not isinstance(self.app.screen, FleetScreen):
-            self.app.push_screen(FleetScreen(self))
+            self.app.push_screen(FleetScreen(self, self.app.clock))

@@ -14,12 +14,14 @@ handed (cockpit/tui/services.py).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cockpit.config import Config
 from cockpit.core.poller import Poller, PollStatus
 from cockpit.models import ClusterSnapshot
+from cockpit.tui.jobfacts import ClusterFacts
 from cockpit.tui.pulsedata import ChangeTracker
 
 INTERVAL_KINDS = ("nodes", "jobs", "partitions", "topology")
@@ -40,8 +42,10 @@ class ClusterLink:
     """One cluster's services and its poller (implements ClusterServices)."""
 
     def __init__(self, backend: Any, config: Config, *, read_only: bool, probes: Any = None,
-                 confirm: Callable[[], Any] | None = None) -> None:
-        """``confirm``: makes the gate's confirmation policy (the App's dialog) when first acting."""
+                 confirm: Callable[[ClusterLink], Any] | None = None, clock: Callable[[], float] = time.time) -> None:
+        """``confirm``: makes the gate's confirmation policy for this link (the App's dialog,
+        its targets described from this cluster's snapshot) when first acting;
+        ``clock``: the App's (its facts' "3m ago")."""
         self.name = config.cluster
         self.backend = backend
         self.config = config
@@ -65,6 +69,7 @@ class ClusterLink:
         self.flapping: frozenset[str] = frozenset()  # its nodes drained or down 3+ times lately
         self.watch_nodes: tuple[str, ...] = ()  # its suspects' nodes while it is not in front
         self.refresh_once = False  # r while paused: un-pause for one poll
+        self.facts = ClusterFacts(self, clock)  # its jobs' facts beyond their records, from the above
         self._confirm = confirm
         self._gate: Any = None
         self._names: tuple[Any, frozenset[str]] = ((), frozenset())
@@ -107,7 +112,7 @@ class ClusterLink:
             from cockpit.core.actions import actions_for_backend
 
             self._gate = actions_for_backend(self.backend, self.config, read_only=self.read_only,
-                                             confirm=self._confirm() if self._confirm else None)
+                                             confirm=self._confirm(self) if self._confirm else None)
         return self._gate
 
     @property

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from cockpit.errors import CockpitError, UsageError
 from cockpit.hostlist import collapse
@@ -25,6 +26,7 @@ from cockpit.plugins.api import CheckContext, Choice, OpenerSpec, OpenRefused, O
 from cockpit.tui.plugin_support import check_args, import_object, plugin_context
 from cockpit.tui.screens.plugin_forms import CheckResultView, PluginForm, form_title
 from cockpit.tui.selection import current_targets, selected_job
+from cockpit.tui.services import services_for
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
@@ -67,6 +69,8 @@ class PluginOpeners:
     def __init__(self, app: CockpitApp) -> None:
         self.app = app
         self._choices: dict[tuple[str, str], tuple[Choice, ...]] = {}
+        # plugin screen -> the cluster it was opened for (its CheckContext's): what it finds is that cluster's
+        self._opened: WeakKeyDictionary[Any, Any] = WeakKeyDictionary()
 
     # ------------------------------------------------------------ lookups
     def context(self, plugin: Plugin, progress: Callable[[str], None] | None = None) -> CheckContext | None:
@@ -89,6 +93,7 @@ class PluginOpeners:
 
     def push(self, plugin: Plugin, make: Callable[[], Any]) -> None:
         """Push the screen ``make()`` builds; a plugin's refusal is a warning, its bug an error."""
+        link = services_for(self.app)  # the cluster its context was made for, just before
         try:
             screen = make()
         except OpenRefused as exc:
@@ -100,7 +105,14 @@ class PluginOpeners:
         except Exception as exc:  # noqa: BLE001 - a plugin's bug is reported, not raised
             self.app.notify(f"plugin {plugin.name!r}: screen failed: {type(exc).__name__}: {exc}", severity="error")
             return
+        self._opened[screen] = link
         self.app.push_screen(screen)
+
+    def cluster_of(self, message: Any) -> Any:
+        """The cluster of the plugin screen that posted ``message`` (Textual's Message
+        records the pump it was made in); the one in front for any other sender."""
+        sender = message._sender  # noqa: SLF001 - set by Textual's Message for every message
+        return self._opened.get(sender, self.app.services) if sender is not None else self.app.services
 
     def choices(self, plugin: Plugin, spec: OpenerSpec) -> tuple[Choice, ...]:
         """The opener's choices (its runbooks), read once; none (and a notification) when they fail."""
@@ -143,7 +155,7 @@ class PluginOpeners:
             kind, targets = spec.colon_arg, (arg,)
         else:
             kind, targets = current_targets(self.app)
-        snap = self.app.snapshot
+        snap = services_for(self.app).snapshot  # a detail's cluster's, else the main views'
         job = node = None
         if snap is not None and targets:
             if kind == "job":
@@ -172,7 +184,7 @@ class PluginOpeners:
         if not choice and spec.pending_job and sel.job is not None and sel.job.state == "PENDING":
             from cockpit.tui.screens.whypending import WhyPendingScreen
 
-            self.app.push_screen(WhyPendingScreen(sel.job))
+            self.app.push_screen(WhyPendingScreen(sel.job, services=services_for(self.app)))
             return
         why = "" if choice else self.missing(spec, sel, arg)
         if why and spec.otherwise and self.app.plugins.opener(plugin, spec.otherwise) is not None:

@@ -24,16 +24,17 @@ from cockpit.core.actions import Plan
 from cockpit.errors import UsageError
 from cockpit.plugins.api import CheckContext, KeySpec, OpenerSpec, Plugin
 from cockpit.plugins.specs import spec_problem
+from cockpit.tui.services import services_for
 
 if TYPE_CHECKING:
     from cockpit.plugins.loader import LoadedPlugins
     from cockpit.tui.app import CockpitApp
 
 
-def dialog_confirm(app: CockpitApp) -> Callable[[Plan], Any]:
-    """The TUI's confirmation policy for the gate: the one confirmation dialog
-    (cockpit.tui.acting.confirm_dialog: the exact argv, any script on stdin, what each
-    target is); the plan runs only on "yes"."""
+def dialog_confirm(app: CockpitApp, services: Any = None) -> Callable[[Plan], Any]:
+    """The TUI's confirmation policy for the gate of ``services`` (a cluster's link; the
+    screen in front's when None): the one confirmation dialog (cockpit.tui.acting.confirm_dialog:
+    the exact argv, any script on stdin, what each target is); the plan runs only on "yes"."""
 
     async def confirm(plan: Plan) -> bool:
         from cockpit.tui.acting import confirm_dialog
@@ -46,7 +47,7 @@ def dialog_confirm(app: CockpitApp) -> Callable[[Plan], Any]:
 
         # A callback, not push_screen_wait: plugin screens run their own workers,
         # and this must work from any coroutine on the app's loop.
-        app.push_screen(confirm_dialog(app, plan), callback=done)
+        app.push_screen(confirm_dialog(app, plan, services=services), callback=done)
         confirmed = await answer
         if confirmed:
             app.call_later(app.action_refresh_now)
@@ -183,15 +184,17 @@ class PluginRegistry:
 
 
 def plugin_context(app: CockpitApp, plugin: Plugin, progress: Callable[[str], None] | None = None) -> CheckContext:
-    """The CheckContext of ``plugin`` in the TUI: the app's gate and probe runner.
+    """The CheckContext of ``plugin`` in the TUI: the backend, gate and probe runner of the
+    cluster of the screen in front (a detail's own, else the main views'), never a mix.
     Raises ConfigError for a bad [plugins.NAME] or an unusable audit log."""
     from cockpit.config import plugin_config
     from cockpit.plugins.host import check_context
     from cockpit.remote.probes import NoProbes
 
-    probes = app.probes if app.probes is not None else NoProbes(f"{app.backend_name} has no nodes to ask")
-    return check_context(backend=app.backend, actions=app.gate(), probes=probes,
-                         config=plugin_config(app.config, plugin), progress=progress)
+    link = services_for(app)
+    probes = link.probes if link.probes is not None else NoProbes(f"{link.backend_name} has no nodes to ask")
+    return check_context(backend=link.backend, actions=link.gate(), probes=probes,
+                         config=plugin_config(link.config, plugin), progress=progress)
 
 
 def import_object(path: str, plugin: str = "") -> Any:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from cockpit.models import Job
 from cockpit.plugins.specs import ScreenOffers
 from cockpit.tui.screens.detail import JobDetailScreen, NodeDetailScreen
+from cockpit.tui.services import services_for
 
 if TYPE_CHECKING:
     from cockpit.tui.app import CockpitApp
@@ -38,9 +39,10 @@ def current_targets(app: CockpitApp) -> tuple[str, tuple[str, ...]]:
 
 
 def job_in_view(app: CockpitApp) -> Job | None:
-    """The job of a job detail screen or the jobs view's cursor row (or first marked row)."""
+    """The job of a job detail screen (in its own cluster's snapshot) or the jobs view's
+    cursor row (or first marked row)."""
     kind, targets = current_targets(app)
-    snap = app.snapshot
+    snap = services_for(app).snapshot
     if kind != "job" or not targets or snap is None:
         return None
     return next((j for j in snap.jobs if str(j.job_id) == targets[0]), None)
@@ -66,7 +68,8 @@ def nodes_in_view(app: CockpitApp) -> set[str]:
     kind, targets = current_targets(app)
     if kind == "node":
         return set(targets)
-    if kind == "job" and app.snapshot is not None:
+    snap = services_for(app).snapshot  # a detail's job is of its own cluster
+    if kind == "job" and snap is not None:
         wanted = set(targets)
-        return {n for j in app.snapshot.jobs if str(j.job_id) in wanted for n in j.nodes}
+        return {n for j in snap.jobs if str(j.job_id) in wanted for n in j.nodes}
     return set()

@@ -7,16 +7,24 @@ constructor (as Harlequin's history screen receives its ``History``) and never
 fetches through ``self.app.backend``. The App's poll messages reach a screen
 only for the cluster it is bound to (see ``CockpitApp.on_snapshot_updated``).
 
+What the App knows of a job beyond its record (when its output last changed, why
+the Pulse suspects it, why it is not in the queue, what a runbook found) is its
+cluster's too: :class:`JobFacts`, the ``facts`` of that cluster's services, read
+from that cluster's own snapshot, tracker and watches' readings, so a detail opened
+for cluster A never shows cluster B's facts for the same job id. A bound screen
+never falls back to the cluster in front: opened without services, it is a bug
+(:class:`ClusterBound` raises), not a screen that quietly shows another cluster.
+
 What a screen or widget asks of the App itself (copy a value, redraw the
-breadcrumbs, the Pulse's facts about a job) is its :class:`ScreenHost`, obtained
-through :func:`host_of`: cockpit's App, or :data:`NO_HOST` on any other App (a
-Pilot test that mounts one screen alone), whose hooks do nothing.
+breadcrumbs, start an action flow) is its :class:`ScreenHost`, obtained through
+:func:`host_of`: cockpit's App, or :data:`NO_HOST` on any other App (a Pilot test
+that mounts one screen alone), whose hooks do nothing.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cockpit.config import Config
@@ -35,6 +43,7 @@ class ClusterServices(Protocol):
     probes: Any  # read-only commands on its Slurm host and nodes; None when the backend brings none
     snapshot: ClusterSnapshot | None  # its latest, refreshed by its own poller
     telemetry: dict  # live GPU readings by (node, GPU index); empty where none are read
+    facts: JobFacts  # what cockpit knows of its jobs beyond their records (cockpit/tui/jobfacts.py)
 
     @property
     def backend_name(self) -> str: ...
@@ -46,21 +55,28 @@ class ClusterServices(Protocol):
         """The one gate (cockpit.core.actions.Actions) with this cluster's executor and audit log."""
 
 
-class ClusterBound:
-    """Mixin for a screen bound to one cluster: ``services`` given in the constructor.
+class UnboundScreen(RuntimeError):
+    """A cluster-bound screen asked for its services before it was given any."""
 
-    A screen opened without one (a plugin's opener that predates the seam) is bound,
-    once, to the cluster in front when it first asks, and stays on it after a switch."""
+
+class ClusterBound:
+    """Mixin for a screen bound to one cluster: ``services`` given in the constructor
+    (required there), kept after any switch. There is no fallback to the cluster in
+    front: that would show, or act on, another cluster's data under this one's ids."""
 
     _services: ClusterServices | None = None
 
-    def bind_services(self, services: ClusterServices | None) -> None:
+    def bind_services(self, services: ClusterServices) -> None:
+        """Raises UnboundScreen for None: every bound screen is opened for one cluster."""
+        if services is None:
+            raise UnboundScreen(f"{type(self).__name__} was opened without its cluster's services")
         self._services = services
 
     @property
     def services(self) -> ClusterServices:
+        """Raises UnboundScreen when bind_services was never called (a subclass forgot it)."""
         if self._services is None:
-            self._services = self.app.services  # type: ignore[attr-defined]  # the cluster in front, once
+            raise UnboundScreen(f"{type(self).__name__} has no cluster's services: it was never bound")
         return self._services
 
     @property
@@ -75,8 +91,21 @@ def services_for(app: Any) -> ClusterServices:
     return screen.services if isinstance(screen, ClusterBound) else app.services
 
 
+class FleetServices(Protocol):
+    """Every cluster of the session, what the fleet Pulse is handed (cockpit/tui/clusters.py: Fleet)."""
+
+    links: Mapping[str, Any]  # name -> its ClusterLink: its services, poll status and watches' readings
+    unopened: Mapping[str, str]  # name -> why it could not be opened
+    first: ClusterServices  # the session's first cluster (its [tui] settings are the fleet Pulse's)
+    current: ClusterServices  # the cluster in front
+
+    def switch(self, name: str) -> str:
+        """Show cluster ``name`` in the main views; '' or what was wrong, in words."""
+
+
 class JobFacts(Protocol):
-    """What the App knows of a job beyond its record (cockpit/tui/viewing.py: Viewers)."""
+    """What cockpit knows of one cluster's job beyond its record (cockpit/tui/jobfacts.py:
+    ClusterFacts), from that cluster's own tracker, watches and runbooks."""
 
     def job_fate(self, job_id: Any) -> str:
         """Why a job id is not in the queue ("left it 3m ago", "never seen")."""
@@ -106,15 +135,8 @@ class ScreenHost(Protocol):
     def config(self) -> Config: ...
 
     @property
-    def viewers(self) -> JobFacts: ...
-
-    @property
     def output_watch(self) -> OutputWatching | None:
         """The watch the Pulse's candidates go to; None while no output is watched."""
-
-    @property
-    def snapshot(self) -> ClusterSnapshot | None:
-        """The latest snapshot of the cluster in front."""
 
     def clock(self) -> float:
         """Now, in seconds since the epoch: the App's clock (a test's fixed one)."""
@@ -125,36 +147,26 @@ class ScreenHost(Protocol):
     def update_crumbs(self) -> None:
         """Redraw the breadcrumbs after a screen's own title changed."""
 
-
-class _NoFacts:
-    def job_fate(self, job_id: Any) -> str:
-        return "not in the queue"
-
-    def hints_for(self, job_id: int) -> dict[str, Any]:
-        return {}
-
-    def output_mtime(self, job_id: int) -> float | None:
-        return None
-
-    def suspect_evidence(self, job_id: int) -> tuple[str, ...]:
-        return ()
+    def start_action(self, services: ClusterServices, kind: str, targets: tuple[str, ...], name: str) -> None:
+        """Run action ``name`` on ``targets`` through ``services``' gate (confirmed, audited)."""
 
 
 class NoHost:
     """The host of a screen on an App that is not cockpit's: there is no clipboard notice,
-    no breadcrumbs, no output watch and no Pulse to ask; the default config (every column)
-    and the wall clock."""
+    no breadcrumbs, no output watch and no gate to act through; the default config (every
+    column) and the wall clock."""
 
     config = Config()
-    viewers: JobFacts = _NoFacts()
     output_watch: OutputWatching | None = None
-    snapshot: ClusterSnapshot | None = None
     clock = staticmethod(time.time)
 
     def copy_value(self, value: str, what: str) -> None:
         pass
 
     def update_crumbs(self) -> None:
+        pass
+
+    def start_action(self, services: ClusterServices, kind: str, targets: tuple[str, ...], name: str) -> None:
         pass
 
 

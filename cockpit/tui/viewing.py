@@ -6,12 +6,13 @@ what the screen in front offers (its ``copy_text()``, as a
 or the node list of the selection. Only the base64 of the value goes
 to the terminal, and the value is sanitized first, line by line, so a job name
 cannot bring an escape of its own. ``d`` shows what Slurm says about the
-selected job or node, ``L`` Slurm's logs, ``A`` the audit log.
+selected job or node, ``L`` Slurm's logs, ``A`` the audit log, each of the cluster
+of the screen in front (a detail's own, else the main views').
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cockpit.hostlist import collapse
 from cockpit.plugins.specs import ScreenOffers
@@ -34,32 +35,6 @@ def osc52(text: str) -> str:
 class Viewers:
     def __init__(self, app: CockpitApp) -> None:
         self.app = app
-
-    # -- what the detail screens show besides Slurm's fields ------------------
-    def job_fate(self, job_id: Any) -> str:
-        """Why a job id is not in the queue ("left it 3m ago", "never seen")."""
-        try:
-            return self.app.main.pulse.tracker.job_fate(int(job_id), self.app.clock())
-        except (TypeError, ValueError):
-            return "not in the queue"
-
-    def hints_for(self, job_id: int) -> dict[str, Any]:
-        """What a runbook found about the job (the straggler's node and rank)."""
-        return self.app.hints.get(job_id, {})
-
-    def output_mtime(self, job_id: int) -> float | None:
-        return self.app.main.pulse.outputs.get(job_id)
-
-    def suspect_evidence(self, job_id: int) -> tuple[str, ...]:
-        """Why the Pulse suspects a running job; nothing once it is not running (a requeued
-        job, pending again, kept its old "output silent" until the Pulse was recomputed)."""
-        snap = self.app.snapshot
-        job = snap.job(job_id) if snap is not None else None
-        if job is None or job.state != "RUNNING":
-            return ()
-        data = self.app.main.pulse.latest
-        row = data.suspects.rows.get(job_id) if data is not None else None
-        return (row.values[5],) if row is not None else ()
 
     def copy_value(self, value: str, what: str) -> None:
         """Put ``value`` (sanitized) on the operator's clipboard and say so."""
@@ -107,9 +82,11 @@ class Viewers:
 
         if isinstance(self.app.screen, AuditScreen):
             return
+        services = services_for(self.app)  # a detail's cluster: its gate's log, its follow-ups
         try:
-            audit = self.app.gate().audit
+            audit = services.gate().audit
         except ConfigError as exc:
             self.app.notify(str(exc), severity="error")
             return
-        self.app.push_screen(AuditScreen(str(audit.path), session=audit.session, simulated=audit.simulated))
+        self.app.push_screen(AuditScreen(str(audit.path), session=audit.session, simulated=audit.simulated,
+                                         services=services))

@@ -127,7 +127,7 @@ async def test_colon_works_on_every_screen_not_only_the_main_one(tmp_path, size)
     app, backend = demo(tmp_path)
     async with app.run_test(size=size) as pilot:
         await settle(pilot, app)
-        app.push_screen(JobDetailScreen(backend.hung_job_id))
+        app.push_screen(JobDetailScreen(backend.hung_job_id, services=app.services))
         detail = await wait_screen(pilot, app, JobDetailScreen)
         await pilot.press("colon")
         line_screen = await wait_screen(pilot, app, CommandScreen)

@@ -38,7 +38,7 @@ async def test_history_then_a_finished_jobs_efficiency():
     app, _ = demo_app()
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot, app)
-        app.push_screen(HistoryScreen("1d"))
+        app.push_screen(HistoryScreen("1d", services=app.services))
         await settle(pilot, app, 0.3)
         screen = app.screen
         assert isinstance(screen, HistoryScreen) and screen.loaded
@@ -61,7 +61,7 @@ async def test_node_history_marks_the_flapping_node():
     app, backend = demo_app()
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot, app)
-        app.push_screen(NodeHistoryScreen(backend.xid_node))
+        app.push_screen(NodeHistoryScreen(backend.xid_node, services=app.services))
         await settle(pilot, app, 0.3)
         text = await wait_text(pilot, app, "FLAPPING")
         assert "FLAPPING" in text and "Xid 79" in text and "drained" in text
@@ -71,12 +71,12 @@ async def test_reservations_say_what_they_block_and_the_utilization_plot():
     app, _ = demo_app()
     async with app.run_test(size=(180, 50)) as pilot:
         await settle(pilot, app)
-        app.push_screen(ReservationsScreen())
+        app.push_screen(ReservationsScreen(services=app.services))
         await settle(pilot, app, 0.3)
         text = await wait_text(pilot, app, "maint-leaf01")
         assert "maint-leaf01" in text and "maintenance" in text and "WILL BLOCK" in text and "pending" in text
         await pilot.press("escape")
-        app.push_screen(UtilizationScreen("7d"))
+        app.push_screen(UtilizationScreen("7d", services=app.services))
         await settle(pilot, app, 0.5)
         text = await wait_text(pilot, app, "of the GPU-hours allocated")
         assert "of the GPU-hours allocated" in text and "70-80% band" in text and "IDLE IN ALLOC" in text
@@ -97,7 +97,7 @@ async def test_without_accounting_one_line():
     app = CockpitApp(FakeBackend(), clock=lambda: NOW)
     async with app.run_test(size=(140, 30)) as pilot:
         await settle(pilot, app)
-        app.push_screen(HistoryScreen("1d"))
+        app.push_screen(HistoryScreen("1d", services=app.services))
         await settle(pilot, app, 0.3)
         needle = "accounting is not configured: the fake backend offers no accounting"
         assert needle in await wait_text(pilot, app, needle)

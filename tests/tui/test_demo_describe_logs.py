@@ -106,7 +106,7 @@ async def test_d_on_a_job_that_is_gone_says_slurms_words():
     app, backend = demo_app()
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot, app, 0.3)
-        app.push_screen(DescribeScreen("job", "999999"))
+        app.push_screen(DescribeScreen("job", "999999", services=app.services))
         screen = await wait_screen(pilot, app, DescribeScreen)
         text = await shown(pilot, screen, "failed")
         assert "scontrol show job 999999 failed: slurm_load_jobs error: Invalid job id specified" in text

@@ -25,16 +25,18 @@ ODD = "lab[red]2"  # a cluster name is a cluster string: shown as text, never as
 
 
 class OtherBackend(FakeBackend):
-    """A second cluster: the same shapes under other node names and job ids."""
+    """A second cluster: the same shapes under other node names and job ids (``shift``
+    added to each; 0 keeps cluster a's ids)."""
 
     name = "other"
 
-    def __init__(self) -> None:
+    def __init__(self, shift: int = 900) -> None:
         super().__init__()
         self.nodes = tuple(replace(n, name="b-" + n.name) for n in self.nodes)
         self.partitions = tuple(replace(p, nodes=tuple("b-" + x for x in p.nodes)) for p in self.partitions)
-        self.jobs = tuple(record_replace(j, job_id=j.job_id + 900, nodes=tuple("b-" + x for x in j.nodes),
-                                  gpus=tuple(record_replace(g, node="b-" + g.node) for g in j.gpus)) for j in self.jobs)
+        self.jobs = tuple(record_replace(j, job_id=j.job_id + shift, nodes=tuple("b-" + x for x in j.nodes),
+                                         gpus=tuple(record_replace(g, node="b-" + g.node) for g in j.gpus))
+                          for j in self.jobs)
 
 
 def two_clusters(config: Config = FAST, other: str = "b", clock=lambda: NOW):
@@ -148,11 +150,17 @@ async def test_the_fleet_pulse_lists_every_clusters_drained_nodes_named_and_ente
         assert app.services.name == ODD
 
 
-async def test_an_action_goes_through_the_gate_of_the_cluster_in_front(tmp_path):
+def two_demos(tmp_path) -> CockpitApp:
+    """Demo clusters a and b (the same node names), their audit logs under ``tmp_path``."""
     cfg = Config(general=General(demo_audit_log=str(tmp_path / "demo-audit.jsonl"),
                                  audit_log=str(tmp_path / "audit.jsonl")), refresh=FAST.refresh)
     a, b = DemoBackend(seed=7), DemoBackend(seed=8)
     app = CockpitApp(a, replace(cfg, cluster="a"), fleet=((b, replace(cfg, cluster="b")),))
+    return app
+
+
+async def test_an_action_goes_through_the_gate_of_the_cluster_in_front(tmp_path):
+    app = two_demos(tmp_path)
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot, app)
         await pilot.press("colon", *"cluster b", "enter")

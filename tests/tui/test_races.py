@@ -67,7 +67,7 @@ async def test_snapshot_between_push_and_compose_of_a_detail_screen():
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot, app)
         snap = app.snapshot
-        for screen in (JobDetailScreen(101), NodeDetailScreen("gpu02")):
+        for screen in (JobDetailScreen(101, services=app.services), NodeDetailScreen("gpu02", services=app.services)):
             app.push_screen(screen)  # not awaited: the screen is on the stack, not composed yet
             app.on_snapshot_updated(SnapshotUpdated(snap, app.poll_status))
             await settle(pilot, app)
@@ -76,7 +76,7 @@ async def test_snapshot_between_push_and_compose_of_a_detail_screen():
             await settle(pilot, app)
         # Mounted, but its widgets not (the window CI hit under load: tests/tui/test_tui_cluster.py):
         # the snapshot is not for it yet, and the app goes on.
-        screen = JobDetailScreen(101)
+        screen = JobDetailScreen(101, services=app.services)
         await app.push_screen(screen)
         await screen.query_one("#detail-title").remove()
         app.on_snapshot_updated(SnapshotUpdated(snap, app.poll_status))

@@ -165,7 +165,7 @@ async def test_a_job_detail_on_a_bare_app_reads_its_own_services_and_no_host():
         assert "job 101" in text and "gpu01" in text
         assert "last output" not in text and "suspect" not in text  # no Pulse to say either
         app.push_screen(JobDetailScreen(999, services=link))
-        await wait_for_text(pilot, "job 999: not in the queue", "NO_HOST's word for a job it has not seen")
+        await wait_for_text(pilot, "job 999: not in the queue", "its cluster's word for a job it has not seen")
 
 
 class JobsHost(App):

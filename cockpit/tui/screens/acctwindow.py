@@ -47,7 +47,7 @@ class AccountingWindowScreen(ClusterBound, ScreenOffers, Screen):
     status_id = ""
     windows: tuple[str, ...] = ()  # shortest first: what [ and ] step through
 
-    def __init__(self, window: str, *, services: ClusterServices | None = None) -> None:
+    def __init__(self, window: str, *, services: ClusterServices) -> None:
         """``services``: the cluster it asks (cockpit/tui/services.py)."""
         super().__init__()
         self.window = window

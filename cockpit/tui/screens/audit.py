@@ -29,7 +29,7 @@ from cockpit.errors import UsageError
 from cockpit.plugins.specs import ScreenOffers
 from cockpit.text import clean
 from cockpit.tui.rows import Column, Row, Schema, TableData, build_table
-from cockpit.tui.services import host_of
+from cockpit.tui.services import ClusterBound, ClusterServices, host_of
 from cockpit.tui.widgets.crumbs import Breadcrumb
 from cockpit.tui.widgets.vtable import VTable
 
@@ -97,7 +97,7 @@ def record_row(key: str, rec: dict[str, Any]) -> Row:
     return Row(key, cells, values, RESULT_STYLE.get(result, ""))
 
 
-class AuditScreen(ScreenOffers, Screen):
+class AuditScreen(ClusterBound, ScreenOffers, Screen):
     BINDINGS = [Binding("escape,q", "back", "Back", id="audit.back"),
                 Binding("slash", "filter", "Filter", id="audit.filter"),
                 Binding("a", "follow_up", "Follow up", id="audit.follow-up"),
@@ -112,9 +112,12 @@ class AuditScreen(ScreenOffers, Screen):
     """
     crumb = "audit log"
 
-    def __init__(self, path: str, *, session: str = "", simulated: bool = False) -> None:
-        """``session``: the id this session's gate writes (cockpit.core.audit.AuditLog.session)."""
+    def __init__(self, path: str, *, services: ClusterServices, session: str = "", simulated: bool = False) -> None:
+        """``services``: the cluster whose gate writes ``path``: a follow-up is judged against
+        its snapshot and runs through its gate; ``session``: the id that gate writes
+        (cockpit.core.audit.AuditLog.session)."""
         super().__init__()
+        self.bind_services(services)
         self.path = path
         self.session, self.simulated = session, simulated
         self.records: list[dict[str, Any]] = []
@@ -203,7 +206,7 @@ class AuditScreen(ScreenOffers, Screen):
         self.query_one("#audit-detail", Static).update(out)
 
     def _blocker(self, rec: dict[str, Any]) -> str:
-        return follow_up_blocker(rec, self.session, self.simulated, host_of(self).snapshot)
+        return follow_up_blocker(rec, self.session, self.simulated, self.services.snapshot)
 
     # -- keys -------------------------------------------------------------
     def targets(self) -> tuple[str, tuple[str, ...]]:
@@ -233,7 +236,7 @@ class AuditScreen(ScreenOffers, Screen):
         if why:
             self.notify(f"no follow-up here: {clean(why, 160)}", severity="warning", markup=False)
             return
-        self.app.acting.start(kind, targets, follow[0])
+        host_of(self).start_action(self.services, kind, targets, follow[0])
 
     def action_filter(self) -> None:
         line = self.query_one(Input)

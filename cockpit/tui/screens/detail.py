@@ -94,7 +94,7 @@ class DetailScreen(ClusterBound, Screen):
     DetailScreen .section { text-style: bold underline; margin-top: 1; }
     """
 
-    def __init__(self, key: Any, *, services: ClusterServices | None = None) -> None:
+    def __init__(self, key: Any, *, services: ClusterServices) -> None:
         """``services``: the cluster of the job or node (cockpit/tui/services.py)."""
         super().__init__()
         self.bind_services(services)
@@ -145,12 +145,12 @@ class JobDetailScreen(DetailScreen):
         job = next((j for j in snap.jobs if j.job_id == self.key), None) if snap else None
         title = self.query_one("#detail-title", Static)
         if job is None:
-            fate = host_of(self).viewers.job_fate(self.key)
+            fate = self.services.facts.job_fate(self.key)
             title.update(Text(f" job {self.key}: {fate}"))
             return
         title.update(Text(f" job {job.display_id}  {clean(job.name, 60)}  {job_state_text(job)}"))
         self.body.update(self.glance(job))
-        hints = host_of(self).viewers.hints_for(job.job_id)
+        hints = self.services.facts.hints_for(job.job_id)
         first = hints.get("straggler_node")
         gpus = {g.node: g for g in job.gpus}
         opts = []
@@ -178,7 +178,7 @@ class JobDetailScreen(DetailScreen):
         pairs.append(("time", Text(f"{elapsed or '-'} of {limit_text(job.time_limit)}")))
         pairs.append(("GPUs", Text(f"{job.gpu_count} x {clean(job.gpu_type or 'gpu', 20)}"
                                    f" on {len(job.nodes) or job.node_count} node(s)")))
-        facts = host_of(self).viewers
+        facts = self.services.facts
         mtime = facts.output_mtime(job.job_id)
         if mtime:
             pairs.append(("last output", Text(f"{duration(now - mtime) or '0s'} ago")))

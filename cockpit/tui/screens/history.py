@@ -76,7 +76,7 @@ class HistoryScreen(ClusterBound, ScreenOffers, Screen):
     """
     crumb = "history"
 
-    def __init__(self, window: str = "1d", *, services: ClusterServices | None = None) -> None:
+    def __init__(self, window: str = "1d", *, services: ClusterServices) -> None:
         """``services``: the cluster whose accounting it asks (cockpit/tui/services.py)."""
         super().__init__()
         self.bind_services(services)
@@ -182,7 +182,7 @@ class FinishedJobScreen(ClusterBound, ScreenOffers, Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="finished.back")]
     DEFAULT_CSS = "FinishedJobScreen #finished-title { background: $panel; text-style: bold; height: 1; }"
 
-    def __init__(self, job_id: str, *, services: ClusterServices | None = None) -> None:
+    def __init__(self, job_id: str, *, services: ClusterServices) -> None:
         super().__init__()
         self.bind_services(services)
         self.job_id = job_id

@@ -52,7 +52,7 @@ class NodeHistoryScreen(AccountingWindowScreen):
     DEFAULT_CSS = "NodeHistoryScreen #nh-title { background: $panel; text-style: bold; height: 1; }"
     title_id, status_id = "nh-title", "nh-body"
 
-    def __init__(self, node: str, window: str = "14d", *, services: ClusterServices | None = None) -> None:
+    def __init__(self, node: str, window: str = "14d", *, services: ClusterServices) -> None:
         super().__init__(window, services=services)
         self.node = node
 

@@ -78,7 +78,7 @@ class ReservationsScreen(ClusterBound, Screen):
     DEFAULT_CSS = "ReservationsScreen #res-title { background: $panel; text-style: bold; height: 1; }"
     crumb = "reservations"
 
-    def __init__(self, *, services: ClusterServices | None = None) -> None:
+    def __init__(self, *, services: ClusterServices) -> None:
         """``services``: the cluster whose reservations it shows (cockpit/tui/services.py)."""
         super().__init__()
         self.bind_services(services)

@@ -92,7 +92,7 @@ class DescribeScreen(SlurmTextScreen):
 
     follow_end = False
 
-    def __init__(self, kind: str, name: str, *, services: ClusterServices | None = None) -> None:
+    def __init__(self, kind: str, name: str, *, services: ClusterServices) -> None:
         super().__init__()
         self.bind_services(services)
         self.kind, self.target = kind, name
@@ -149,7 +149,7 @@ class SlurmLogsScreen(SlurmTextScreen):
     a ``job``, slurmctld's lines that name it first (or that none of them do)."""
 
     def __init__(self, node: str | None = None, job: str | None = None, *,
-                 services: ClusterServices | None = None) -> None:
+                 services: ClusterServices) -> None:
         super().__init__()
         self.bind_services(services)
         self.node, self.job = node, job

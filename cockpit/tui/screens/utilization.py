@@ -57,7 +57,7 @@ class UtilizationScreen(AccountingWindowScreen):
     title_id, status_id = "util-title", "util-verdict"
     windows = ("1d", "7d", "30d")
 
-    def __init__(self, window: str = "7d", *, services: ClusterServices | None = None) -> None:
+    def __init__(self, window: str = "7d", *, services: ClusterServices) -> None:
         super().__init__(window, services=services)
 
     def compose_body(self) -> ComposeResult:

@@ -110,7 +110,7 @@ class WhyPendingScreen(ClusterBound, ScreenOffers, Screen):
     DEFAULT_CSS = "WhyPendingScreen #wp-title { background: $panel; text-style: bold; height: 1; }"
     crumb = "why pending"
 
-    def __init__(self, job: Job, *, services: ClusterServices | None = None) -> None:
+    def __init__(self, job: Job, *, services: ClusterServices) -> None:
         """``services``: the job's cluster (cockpit/tui/services.py)."""
         super().__init__()
         self.bind_services(services)

@@ -23,6 +23,7 @@ from textual.widgets import Static
 from cockpit.text import clean
 from cockpit.tui.fleetdata import FLEET_NODE_COLUMNS, FLEET_SUSPECT_COLUMNS, ClusterInput, compute_fleet
 from cockpit.tui.rows import Column, Row, build_table, duration
+from cockpit.tui.services import FleetServices
 from cockpit.tui.widgets.header import StaleBanner
 from cockpit.tui.widgets.vtable import VTable
 
@@ -66,7 +67,7 @@ class FleetPulse(Vertical):
     FleetPulse > #fleet-controllers { height: auto; color: $error; text-style: bold; display: none; }
     """
 
-    def __init__(self, fleet: Any, clock: Any, width: int = 40, *, silent_after: float = 600.0, **kw: Any) -> None:
+    def __init__(self, fleet: FleetServices, clock: Any, width: int = 40, *, silent_after: float = 600.0, **kw: Any) -> None:
         """``fleet``: the App's clusters (cockpit/tui/clusters.py), read on each refresh."""
         super().__init__(**kw)
         self.fleet, self.clock, self.silent_after = fleet, clock, silent_after
