@@ -277,6 +277,27 @@ CASES = {
     "scontrol-show-node-findstring-44552209976-20.11.0-low-realmemory.txt": ("scontrol show node", [
         (Severity.WARN, "1 node(s) IDLE+DRAIN (drained): cu201 - reason 'Low RealMemory [root@2022-05-18T17:20:20]'"),
     ]),
+    # scontrol show job of 19.05/20.02 (the sites' docs: the Version= of a node on the same page)
+    "scontrol-show-job-ceres-19.05.5-2935316-running.txt": ("scontrol show job", [
+        (Severity.OK, "1 job(s) RUNNING: 2935316"),
+    ]),
+    "scontrol-show-job-lsu-rostam-20.02.3-7517-running.txt": ("scontrol show job", [
+        (Severity.OK, "1 job(s) RUNNING: 7517"),
+    ]),
+    "scontrol-show-job-bih-20.02.0-225-failed.txt": ("scontrol show job", [  # Reason=NonZeroExitCode, 130:0
+        (Severity.WARN, "1 job(s) FAILED: 225"),
+    ]),
+    # "NtasksPerTRES:0" (a ':' for the '=') as its last line: read, not a reason to lose the job
+    "scontrol-show-job-bih-4011580-pending-maintenance.txt": ("scontrol show job", [
+        (Severity.WARN, "1 job(s) pending: ReqNodeNotAvail, Reserved for maintenance"),
+    ]),
+    "scontrol-show-partition-lsu-rostam-20.02.3-EXCERPT.txt": ("scontrol show partition", [
+        (Severity.OK, "partition medusa is UP (nodes medusa[00-15])"),
+        (Severity.OK, "partition cuda is UP (nodes geev,bahram,reno,diablo,carson)"),
+    ]),
+    "scontrol-show-reservation-bih-root_13-maint.txt": ("reservations", [  # Flags=MAINT,IGNORE_JOBS,...
+        (Severity.OK, "1 reservation(s), 1 for maintenance (MAINT)"),
+    ]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
@@ -392,6 +413,21 @@ async def test_the_low_resource_lines_are_one_finding_with_both_lines():
     res = await _records(TEXT / "slurmctld-trinity-332-registration-low-cpu.log")
     assert res.findings[0].detail == "2 line(s)" and "low cpu count (1 < 20)" in res.findings[0].evidence[1]
 
+
+
+async def test_one_unreadable_scontrol_record_costs_that_record(tmp_path):
+    # the Rostam partitions with one line of medusa's record damaged (no '=' left in it)
+    text = (TEXT / "scontrol-show-partition-lsu-rostam-20.02.3-EXCERPT.txt").read_text()
+    p = tmp_path / "partitions.txt"
+    p.write_text(text.replace("OverTimeLimit=NONE PreemptMode=OFF", "OverTimeLimit NONE PreemptMode OFF", 1))
+    res = await _records(p)
+    assert [(f.severity, f.title) for f in res.findings] == [
+        (Severity.OK, "partition cuda is UP (nodes geev,bahram,reno,diablo,carson)"),
+        (Severity.WARN, "partition medusa not understood: line is not Key=Value: 'OverTimeLimit NONE PreemptMode OFF' "
+                        "(left out, the others are shown)")]
+    p.write_text("PartitionName=x\n   no key here\n")  # no record read at all: refused, saying why
+    (f,) = (await _records(p)).findings
+    assert f.severity == Severity.UNKNOWN and "line is not Key=Value" in f.title
 
 @pytest.mark.parametrize("name", OTHER_ENDPOINTS)
 async def test_another_metrics_endpoint_is_refused_by_name(name):
