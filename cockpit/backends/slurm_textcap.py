@@ -71,15 +71,30 @@ def _split_row(line: str, head: list[str], last_at: int, sep: str | None) -> lis
     return parts if len(parts) == n else None
 
 
-def _table(kind: str, head: list[str], body: list[str], head_line: str = "", sep: str | None = None) -> Capture:
+def _unique(head: list[str]) -> list[str]:
+    """sprio's titles with a repeat kept apart: the first column under its name, the later ones
+    as ``TITLE_2``...; sprio -l prints PARTITION for the job's partition, then for the partition
+    factor (tests/data/slurm-text/sprio-l-*), and the name must not be lost to the number.
+    (sinfo's repeated STATE, %t then %T, is one fact twice: there the later column stands.)"""
+    seen: dict[str, int] = {}
+    out = []
+    for t in head:
+        seen[t] = seen.get(t, 0) + 1
+        out.append(t if seen[t] == 1 else f"{t}_{seen[t]}")
+    return out
+
+
+def _table(kind: str, head: list[str], body: list[str], head_line: str = "", sep: str | None = None,
+           names: list[str] | None = None) -> Capture:
     cap = Capture(kind)
     last_at = head_line.rstrip().rfind(" ") + 1 if head_line else 1 << 30
+    names = names or head
     for line in body:
         parts = _split_row(line, head, last_at, sep)
         if parts is None:
             cap.skipped.append(line.strip())
             continue
-        cap.rows.append(dict(zip(head, parts)))
+        cap.rows.append(dict(zip(names, parts)))
     return cap
 
 
@@ -92,7 +107,7 @@ def _sinfo_kind(head: list[str]) -> str:
 
 
 def _sprio(head: list[str], body: list[str], head_line: str) -> Capture:
-    cap = _table("sprio", head, [ln for ln in body if not ln.split()[0] == "Weights"], head_line)
+    cap = _table("sprio", head, [ln for ln in body if not ln.split()[0] == "Weights"], head_line, names=_unique(head))
     for line in body:
         words = line.split()
         if words[0] == "Weights":

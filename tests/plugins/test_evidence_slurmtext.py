@@ -298,6 +298,33 @@ CASES = {
     "scontrol-show-reservation-bih-root_13-maint.txt": ("reservations", [  # Flags=MAINT,IGNORE_JOBS,...
         (Severity.OK, "1 reservation(s), 1 for maintenance (MAINT)"),
     ]),
+    # sinfo -N -l / -lNe at three more sites (the date line above the header, as sinfo -l prints it)
+    "sinfo-N-l-alces-flight-2016.txt": ("sinfo -N", [(Severity.OK, "7 node(s) idle, mixed or allocated (sinfo -N)")]),
+    "sinfo-N-l-hopper-2024.txt": ("sinfo -N", [  # 2 allocated, 6 idle
+        (Severity.OK, "8 node(s) idle, mixed or allocated (sinfo -N)")]),
+    "sinfo-lNe-azhpc-slurm-enroot-2021.txt": ("sinfo -N", [(Severity.OK, "2 node(s) idle, mixed or allocated (sinfo -N)")]),
+    # sprio -l: the job's PARTITION and the PARTITION factor, both titled PARTITION; an older -l without it first
+    "sprio-l-ufrn-npad.txt": ("sprio", [(Severity.UNKNOWN, "sprio: 24 row(s)")]),
+    "sprio-l-findstring-61411903317-unige-bamboo.txt": ("sprio", [(Severity.UNKNOWN, "sprio: 3 row(s)")]),
+    "sprio-l-findstring-2134148810-no-partition-column.txt": ("sprio", [(Severity.UNKNOWN, "sprio: 2 row(s)")]),
+    # invalid state transitions: "requested" (2018) and "request" (2026) in the same message
+    "slurmctld-citc-ansible-3-invalid-state-idle-powered-down.log": ("Slurm log", [
+        (Severity.WARN, "an update of compute001 from IDLE~ to RESUME was refused (invalid state transition)"),
+        (Severity.OK, "compute001 answers again"),
+    ]),
+    "slurmctld-nhc-176-invalid-state-maint.log": ("Slurm log", [
+        (Severity.WARN, "an update of nid001000 from MAINT to RESUME was refused (invalid state transition)"),
+    ]),
+    # Kill task failed as slurmstepd writes it into a job's output: "*** JOB J STEPD TERMINATED ON ..."
+    "slurmstepd-findstring-58683984331-n-301-kill-task-failed.log": ("Slurm log", [
+        (Severity.WARN, "Kill task failed on n-301: a job's processes did not end after SIGKILL (UnkillableStepTimeout); "
+                        "Slurm drains the node"),
+    ]),
+    "slurmstepd-findstring-5691116460-udc-aw29-24b-kill-task-failed.log": ("Slurm log", [
+        (Severity.WARN, "job 6847502 on udc-aw29-24b hit its time limit"),
+        (Severity.WARN, "Kill task failed on udc-aw29-24b: a job's processes did not end after SIGKILL "
+                        "(UnkillableStepTimeout); Slurm drains the node"),
+    ]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
@@ -428,6 +455,18 @@ async def test_one_unreadable_scontrol_record_costs_that_record(tmp_path):
     p.write_text("PartitionName=x\n   no key here\n")  # no record read at all: refused, saying why
     (f,) = (await _records(p)).findings
     assert f.severity == Severity.UNKNOWN and "line is not Key=Value" in f.title
+
+
+@pytest.mark.parametrize("name, partitions", [
+    ("sprio-l-ufrn-npad.txt", {"intel-512", "cluster"}),
+    ("sprio-l-findstring-61411903317-unige-bamboo.txt", {"shared-gp"}),
+    ("cluster-22.05-sprio-l.txt", {"gpu"}),
+])
+def test_sprio_l_keeps_the_jobs_partition_beside_the_partition_factor(name, partitions):
+    from cockpit.backends.slurm_textcap import read_capture
+
+    rows = read_capture((TEXT / name).read_text()).rows
+    assert {r["PARTITION"] for r in rows} == partitions and all(r["PARTITION_2"].isdigit() for r in rows)
 
 @pytest.mark.parametrize("name", OTHER_ENDPOINTS)
 async def test_another_metrics_endpoint_is_refused_by_name(name):
