@@ -325,6 +325,16 @@ CASES = {
         (Severity.WARN, "Kill task failed on udc-aw29-24b: a job's processes did not end after SIGKILL "
                         "(UnkillableStepTimeout); Slurm drains the node"),
     ]),
+    # the same sites' scontrol show node (19.05.5, 20.02.3, 20.02.0 in Version=), all IDLE
+    "scontrol-show-node-ceres-19.05.5-idle.txt": ("scontrol show node", [
+        (Severity.OK, "1 node(s) in service (scontrol show node)")]),
+    "scontrol-show-node-lsu-rostam-20.02.3-idle.txt": ("scontrol show node", [
+        (Severity.OK, "1 node(s) in service (scontrol show node)")]),
+    "scontrol-show-node-bih-20.02.0-idle.txt": ("scontrol show node", [
+        (Severity.OK, "1 node(s) in service (scontrol show node)")]),
+    # scontrol -o show reservation, 2016: cnh_omnipath_testing, root_1, flexalloc_moc_20161012 and root_6 are MAINT
+    "scontrol-o-show-reservation-findstring-39834655315-2016.txt": ("reservations", [
+        (Severity.OK, "5 reservation(s), 4 for maintenance (MAINT)")]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
