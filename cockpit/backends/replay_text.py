@@ -19,7 +19,7 @@ import re
 import time
 from typing import Any
 
-from cockpit.backends.slurm_text import duration_minutes, scontrol_lines
+from cockpit.backends.slurm_text import duration_minutes, first_values, scontrol_records
 from cockpit.backends.slurm_textcap import read_capture
 from cockpit.errors import ParseError
 from cockpit.models.unread import unread
@@ -93,10 +93,7 @@ def _job_gres(rec: list[list[tuple[str, str]]]) -> list[str]:
 
 def job_record(rec: list[list[tuple[str, str]]]) -> dict[str, Any]:
     """``scontrol [-d] show job`` lines -> a 22.05 ``squeue --json`` job."""
-    d: dict[str, str] = {}
-    for line in rec:
-        for k, v in line:
-            d.setdefault(k, v)
+    d = first_values(rec)
     code, _, sig = d.get("ExitCode", "").partition(":")
     limit = d.get("TimeLimit", "")
     return {"job_id": d.get("JobId"), "name": d.get("JobName", ""), "user_name": d.get("UserId", "").split("(")[0],
@@ -193,10 +190,12 @@ def records_of(name: str, text: str, out: dict[str, list[Any]], warnings: list[s
     key = KEY_OF.get(cap.kind)
     if key is None:
         raise ParseError(name, f"{cap.kind} text is not part of a snapshot (read: {', '.join(KEY_OF)})")
+    # an scontrol record that cannot be read is left out, named; the others are read
+    warnings.extend(unread(name, cap.kind.removeprefix("scontrol show "), rec, why) for rec, why in cap.unread)
     if cap.kind == "scontrol show node":
         out.setdefault(key, []).extend(node_record(r) for r in cap.rows)
     elif cap.kind == "scontrol show job":
-        out.setdefault("scontrol jobs", []).extend(job_record(r) for r in scontrol_lines(text, name))
+        out.setdefault("scontrol jobs", []).extend(job_record(r) for r in scontrol_records(text, name)[0])
     elif cap.kind.startswith("sinfo"):
         _sinfo_rows(cap, out.setdefault("sinfo nodes", [{}])[0], warnings, name)
     elif cap.kind == "squeue":

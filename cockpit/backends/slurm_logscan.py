@@ -37,10 +37,11 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("slurm.log.not-responding", "WARN", re.compile(r"error: Nodes? (?P<node>\S+) not responding$"),
             "{node} did not answer slurmctld's ping"),
     Pattern("slurm.log.responding", "OK", re.compile(r"Node (?P<node>\S+) now responding"), "{node} answers again"),
-    # slurmctld: "slurmd error running JobId=N on node(s)=X: Kill task failed"; slurmd/slurmstepd: unkillable step
+    # slurmctld: "slurmd error running JobId=N on node(s)=X: Kill task failed"; slurmd/slurmstepd: unkillable
+    # step, which slurmstepd names "STEP J.S", "JOB J" (the batch step), "EXTERN STEP FOR J" (slurmstepd/req.c)
     Pattern("slurm.log.kill-task-failed", "WARN",
             re.compile(r"(?:on node\(s\)=(?P<node>\S+): Kill task failed)"
-                       r"|(?:STEP (?P<step>\S+) STEPD TERMINATED ON (?P<node2>\S+) AT \S+ DUE TO JOB NOT ENDING WITH SIGNALS)"),
+                       r"|(?:(?:JOB|STEP(?: FOR)?) (?P<step>\S+) STEPD TERMINATED ON (?P<node2>\S+) AT \S+ DUE TO JOB NOT ENDING WITH SIGNALS)"),
             "Kill task failed on {node}: a job's processes did not end after SIGKILL (UnkillableStepTimeout); "
             "Slurm drains the node"),
     # pyxis / other SPANK plugins in the epilog or prolog (slurmd's spank-epilog helper)
@@ -72,8 +73,10 @@ PATTERNS: tuple[Pattern, ...] = (
             "{node} registered a {what} of {have}, less than slurm.conf's {want}: Slurm drains it"),
     Pattern("slurm.log.config-differs", "WARN", re.compile(r"Node configuration differs from hardware: (?P<msg>.*\S)"),
             "a node's slurm.conf definition differs from its hardware on {host}: {msg}"),
+    # "transition requested for node" (node_mgr.c); "transition request for node" in a 2026 slurmctld
+    # log (tests/data/slurm-text/slurmctld-nhc-176-*)
     Pattern("slurm.log.invalid-transition", "WARN",
-            re.compile(r"Invalid node state transition requested for node (?P<node>\S+) from=(?P<src>\S+) to=(?P<dst>\S+)"),
+            re.compile(r"Invalid node state transition request(?:ed)? for node (?P<node>\S+) from=(?P<src>\S+) to=(?P<dst>\S+)"),
             "an update of {node} from {src} to {dst} was refused (invalid state transition)"),
     # slurmstepd: "*** JOB J ON node CANCELLED AT T DUE TO TIME LIMIT ***"; slurmctld/job_mgr.c
     Pattern("slurm.log.time-limit", "WARN",

@@ -11,7 +11,8 @@ Public API (all raise only :class:`cockpit.errors.ParseError`):
   one dict per record of ``scontrol [-d] show job|node``; a key repeated inside
   a record keeps its first value (use ``scontrol_lines`` for every line).
 - ``scontrol_lines(text, source) -> list[list[list[tuple[str, str]]]]``
-  records -> lines -> (key, value) pairs, in order.
+  records -> lines -> (key, value) pairs, in order; ``scontrol_records`` the
+  same, keeping the other records when one cannot be read (named, with why).
 - ``parse_scontrol_partitions(text, source) -> tuple[Partition, ...]`` from
   ``scontrol show partition`` (the only 23.02+ source of the Default flag: the
   grouped ``sinfo --json`` partition objects lack it).
@@ -39,6 +40,10 @@ _REST_OF_LINE = frozenset(
      "AdminComment", "SystemComment", "OS", "Extra", "Dependency", "Comment"}
 )
 _KEY_AT = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/.]*)=")
+# A line that is one CamelCase key, ':' and a value without spaces or '=': some Slurm
+# versions print "NtasksPerTRES:0" so (tests/data/slurm-text/scontrol-show-job-bih-4011580-*;
+# the current source prints "NtasksPerTRES=%u").
+_COLON_PAIR = re.compile(r"^([A-Z][A-Za-z]+):([^\s=:]+)$")
 
 
 def _line_pairs(line: str, source: str) -> list[tuple[str, str]]:
@@ -48,6 +53,9 @@ def _line_pairs(line: str, source: str) -> list[tuple[str, str]]:
     key, eq, rest = s.partition("=")
     if eq and key in _REST_OF_LINE:
         return [(key, rest)]
+    slip = _COLON_PAIR.match(s)
+    if slip:  # Slurm's own "NtasksPerTRES:0" (a ':' for the '='): read as the pair it means
+        return [(slip.group(1), slip.group(2))]
     marks = list(_KEY_AT.finditer(s))
     if not marks or marks[0].start(1) != 0:
         raise ParseError(source, f"line is not Key=Value: {s[:80]!r}")
@@ -58,40 +66,63 @@ def _line_pairs(line: str, source: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def _raw_records(text: str) -> list[list[str]]:
+    out: list[list[str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("No ") and "=" not in line:
+            continue  # "No jobs in the system" and the like
+        if not out or not line[0].isspace():
+            out.append([])
+        out[-1].append(line)
+    return out
+
+
+def scontrol_records(text: str, source: str = "scontrol show"
+                     ) -> tuple[list[list[list[tuple[str, str]]]], list[tuple[str, str]]]:
+    """:func:`scontrol_lines` one record at a time: a record with a line that is not
+    ``Key=Value`` costs that record only. Returns the records read and, for each one
+    left out, (its name: the value of its first key, ``7`` of ``JobId=7``; and why)."""
+    if not isinstance(text, str):
+        raise ParseError(source, f"expected text, got {type(text).__name__}")
+    good: list[list[list[tuple[str, str]]]] = []
+    bad: list[tuple[str, str]] = []
+    for raw in _raw_records(text):
+        try:
+            good.append([_line_pairs(line, source) for line in raw])
+        except ParseError as exc:
+            bad.append((raw[0].split()[0].split("=", 1)[-1][:60], exc.detail))
+    return good, bad
+
+
 def scontrol_lines(text: str, source: str = "scontrol show") -> list[list[list[tuple[str, str]]]]:
     """Records -> lines -> (key, value) pairs. Raises ParseError for a line
-    that is not ``Key=Value``.
+    that is not ``Key=Value`` (:func:`scontrol_records` keeps the other records).
 
     A record starts at a line without indentation (``JobId=``, ``NodeName=``);
     indented lines continue it. Blank lines are ignored rather than trusted as
     separators: 24.11 puts a whitespace-only line inside a node record, before
     ``Reason=``. This also reads ``scontrol -o`` (one record per line).
     """
-    if not isinstance(text, str):
-        raise ParseError(source, f"expected text, got {type(text).__name__}")
-    out: list[list[list[tuple[str, str]]]] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        if line.lstrip().startswith("No ") and "=" not in line:
-            continue  # "No jobs in the system" and the like
-        pairs = _line_pairs(line, source)
-        if not out or not line[0].isspace():
-            out.append([])
-        out[-1].append(pairs)
-    return out
+    good, bad = scontrol_records(text, source)
+    if bad:
+        raise ParseError(source, bad[0][1])
+    return good
+
+
+def first_values(rec: list[list[tuple[str, str]]]) -> dict[str, str]:
+    """One record's keys -> values; a key repeated inside the record keeps its first value."""
+    d: dict[str, str] = {}
+    for line in rec:
+        for k, v in line:
+            d.setdefault(k, v)
+    return d
 
 
 def parse_scontrol_kv(text: str, source: str = "scontrol show") -> tuple[dict[str, str], ...]:
     """One dict per ``scontrol show`` record; the first value of a key wins."""
-    recs = []
-    for rec in scontrol_lines(text, source):
-        d: dict[str, str] = {}
-        for line in rec:
-            for k, v in line:
-                d.setdefault(k, v)
-        recs.append(d)
-    return tuple(recs)
+    return tuple(first_values(rec) for rec in scontrol_lines(text, source))
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,14 @@
 Read here: ``sinfo`` (default, ``-l``, ``-N -l``, ``-lNe``, ``-R`` /
 ``--list-reasons``, custom ``-o`` with a header), ``squeue``'s default table and
 ``sprio`` (``-w``, ``-l``); ``scontrol show node|job|partition|reservation``
-text goes through :func:`cockpit.backends.slurm_text.parse_scontrol_kv`.
+text goes through :func:`cockpit.backends.slurm_text.scontrol_records`.
 Recorded forms: tests/data/slurm-text/SOURCES.md.
 
 ``read_capture(text) -> Capture`` recognises the kind from the header, raising
 :class:`ParseError` with a line saying what the text looked like when it is none
 of them. A row that does not fit its header costs that row: it is named in
-``Capture.skipped``.
+``Capture.skipped``; an ``scontrol show`` record that cannot be read costs that
+record, named in ``Capture.unread``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cockpit.backends.slurm_text import parse_scontrol_kv
+from cockpit.backends.slurm_text import first_values, scontrol_records
 from cockpit.errors import ParseError
 
 # sinfo -l / -N -l start with the time they ran: "Thu Jun  9 22:22:36 2016"
@@ -43,6 +44,8 @@ class Capture:
     rows: list[dict[str, str]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # rows that did not fit the header, verbatim (cut)
     weights: dict[str, str] = field(default_factory=dict)  # sprio -w's "Weights" row
+    # scontrol show records left out, each (its name, "7" of "JobId=7", why): the others are read
+    unread: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _lines(text: str) -> list[str]:
@@ -68,15 +71,30 @@ def _split_row(line: str, head: list[str], last_at: int, sep: str | None) -> lis
     return parts if len(parts) == n else None
 
 
-def _table(kind: str, head: list[str], body: list[str], head_line: str = "", sep: str | None = None) -> Capture:
+def _unique(head: list[str]) -> list[str]:
+    """sprio's titles with a repeat kept apart: the first column under its name, the later ones
+    as ``TITLE_2``...; sprio -l prints PARTITION for the job's partition, then for the partition
+    factor (tests/data/slurm-text/sprio-l-*), and the name must not be lost to the number.
+    (sinfo's repeated STATE, %t then %T, is one fact twice: there the later column stands.)"""
+    seen: dict[str, int] = {}
+    out = []
+    for t in head:
+        seen[t] = seen.get(t, 0) + 1
+        out.append(t if seen[t] == 1 else f"{t}_{seen[t]}")
+    return out
+
+
+def _table(kind: str, head: list[str], body: list[str], head_line: str = "", sep: str | None = None,
+           names: list[str] | None = None) -> Capture:
     cap = Capture(kind)
     last_at = head_line.rstrip().rfind(" ") + 1 if head_line else 1 << 30
+    names = names or head
     for line in body:
         parts = _split_row(line, head, last_at, sep)
         if parts is None:
             cap.skipped.append(line.strip())
             continue
-        cap.rows.append(dict(zip(head, parts)))
+        cap.rows.append(dict(zip(names, parts)))
     return cap
 
 
@@ -89,7 +107,7 @@ def _sinfo_kind(head: list[str]) -> str:
 
 
 def _sprio(head: list[str], body: list[str], head_line: str) -> Capture:
-    cap = _table("sprio", head, [ln for ln in body if not ln.split()[0] == "Weights"], head_line)
+    cap = _table("sprio", head, [ln for ln in body if not ln.split()[0] == "Weights"], head_line, names=_unique(head))
     for line in body:
         words = line.split()
         if words[0] == "Weights":
@@ -117,7 +135,10 @@ def read_capture(text: str) -> Capture:
     key = lines[0].strip().split("=", 1)[0]
     if key in _SCONTROL_FIRST:
         kind = _SCONTROL_FIRST[key]
-        return Capture(kind, rows=[dict(r) for r in parse_scontrol_kv(text, kind)])
+        good, bad = scontrol_records(text, kind)
+        if bad and not good:
+            raise ParseError(kind, bad[0][1])
+        return Capture(kind, rows=[first_values(r) for r in good], unread=bad)
     if first[:2] == ["JOBID", "PARTITION"] and "ST" in first and first[-1].startswith("NODELIST"):
         return _table("squeue", first, lines[1:], lines[0], sep)
     if first[0] == "JOBID" and "PRIORITY" in first and set(first) <= _SPRIO_COLS:

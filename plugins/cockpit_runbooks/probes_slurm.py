@@ -141,4 +141,8 @@ async def slurm_records(rc: RunContext, args: Mapping[str, Any]) -> ProbeResult:
             res.add("UNKNOWN", "slurm.empty", f"a --slurm-file ({f.kind}) holds no record")
         if f.cut:
             res.add("UNKNOWN", "slurm.cut", f"{f.cut} {f.kind} row(s) end before their last column: the copy was cut")
+        for name, why in f.capture.unread if f.capture is not None else ():
+            # the words of cockpit.models.unread: one record left out, every other one read
+            res.add("WARN", "slurm.unread", f"{f.kind.removeprefix('scontrol show ')} {name} not understood: {why} "
+                    "(left out, the others are shown)")
     return res

@@ -277,6 +277,64 @@ CASES = {
     "scontrol-show-node-findstring-44552209976-20.11.0-low-realmemory.txt": ("scontrol show node", [
         (Severity.WARN, "1 node(s) IDLE+DRAIN (drained): cu201 - reason 'Low RealMemory [root@2022-05-18T17:20:20]'"),
     ]),
+    # scontrol show job of 19.05/20.02 (the sites' docs: the Version= of a node on the same page)
+    "scontrol-show-job-ceres-19.05.5-2935316-running.txt": ("scontrol show job", [
+        (Severity.OK, "1 job(s) RUNNING: 2935316"),
+    ]),
+    "scontrol-show-job-lsu-rostam-20.02.3-7517-running.txt": ("scontrol show job", [
+        (Severity.OK, "1 job(s) RUNNING: 7517"),
+    ]),
+    "scontrol-show-job-bih-20.02.0-225-failed.txt": ("scontrol show job", [  # Reason=NonZeroExitCode, 130:0
+        (Severity.WARN, "1 job(s) FAILED: 225"),
+    ]),
+    # "NtasksPerTRES:0" (a ':' for the '=') as its last line: read, not a reason to lose the job
+    "scontrol-show-job-bih-4011580-pending-maintenance.txt": ("scontrol show job", [
+        (Severity.WARN, "1 job(s) pending: ReqNodeNotAvail, Reserved for maintenance"),
+    ]),
+    "scontrol-show-partition-lsu-rostam-20.02.3-EXCERPT.txt": ("scontrol show partition", [
+        (Severity.OK, "partition medusa is UP (nodes medusa[00-15])"),
+        (Severity.OK, "partition cuda is UP (nodes geev,bahram,reno,diablo,carson)"),
+    ]),
+    "scontrol-show-reservation-bih-root_13-maint.txt": ("reservations", [  # Flags=MAINT,IGNORE_JOBS,...
+        (Severity.OK, "1 reservation(s), 1 for maintenance (MAINT)"),
+    ]),
+    # sinfo -N -l / -lNe at three more sites (the date line above the header, as sinfo -l prints it)
+    "sinfo-N-l-alces-flight-2016.txt": ("sinfo -N", [(Severity.OK, "7 node(s) idle, mixed or allocated (sinfo -N)")]),
+    "sinfo-N-l-hopper-2024.txt": ("sinfo -N", [  # 2 allocated, 6 idle
+        (Severity.OK, "8 node(s) idle, mixed or allocated (sinfo -N)")]),
+    "sinfo-lNe-azhpc-slurm-enroot-2021.txt": ("sinfo -N", [(Severity.OK, "2 node(s) idle, mixed or allocated (sinfo -N)")]),
+    # sprio -l: the job's PARTITION and the PARTITION factor, both titled PARTITION; an older -l without it first
+    "sprio-l-ufrn-npad.txt": ("sprio", [(Severity.UNKNOWN, "sprio: 24 row(s)")]),
+    "sprio-l-findstring-61411903317-unige-bamboo.txt": ("sprio", [(Severity.UNKNOWN, "sprio: 3 row(s)")]),
+    "sprio-l-findstring-2134148810-no-partition-column.txt": ("sprio", [(Severity.UNKNOWN, "sprio: 2 row(s)")]),
+    # invalid state transitions: "requested" (2018) and "request" (2026) in the same message
+    "slurmctld-citc-ansible-3-invalid-state-idle-powered-down.log": ("Slurm log", [
+        (Severity.WARN, "an update of compute001 from IDLE~ to RESUME was refused (invalid state transition)"),
+        (Severity.OK, "compute001 answers again"),
+    ]),
+    "slurmctld-nhc-176-invalid-state-maint.log": ("Slurm log", [
+        (Severity.WARN, "an update of nid001000 from MAINT to RESUME was refused (invalid state transition)"),
+    ]),
+    # Kill task failed as slurmstepd writes it into a job's output: "*** JOB J STEPD TERMINATED ON ..."
+    "slurmstepd-findstring-58683984331-n-301-kill-task-failed.log": ("Slurm log", [
+        (Severity.WARN, "Kill task failed on n-301: a job's processes did not end after SIGKILL (UnkillableStepTimeout); "
+                        "Slurm drains the node"),
+    ]),
+    "slurmstepd-findstring-5691116460-udc-aw29-24b-kill-task-failed.log": ("Slurm log", [
+        (Severity.WARN, "job 6847502 on udc-aw29-24b hit its time limit"),
+        (Severity.WARN, "Kill task failed on udc-aw29-24b: a job's processes did not end after SIGKILL "
+                        "(UnkillableStepTimeout); Slurm drains the node"),
+    ]),
+    # the same sites' scontrol show node (19.05.5, 20.02.3, 20.02.0 in Version=), all IDLE
+    "scontrol-show-node-ceres-19.05.5-idle.txt": ("scontrol show node", [
+        (Severity.OK, "1 node(s) in service (scontrol show node)")]),
+    "scontrol-show-node-lsu-rostam-20.02.3-idle.txt": ("scontrol show node", [
+        (Severity.OK, "1 node(s) in service (scontrol show node)")]),
+    "scontrol-show-node-bih-20.02.0-idle.txt": ("scontrol show node", [
+        (Severity.OK, "1 node(s) in service (scontrol show node)")]),
+    # scontrol -o show reservation, 2016: cnh_omnipath_testing, root_1, flexalloc_moc_20161012 and root_6 are MAINT
+    "scontrol-o-show-reservation-findstring-39834655315-2016.txt": ("reservations", [
+        (Severity.OK, "5 reservation(s), 4 for maintenance (MAINT)")]),
     "squeue-rancavil-slurm-19.05.txt": ("squeue", [
         (Severity.OK, '1 job(s) running or completing, 0 pending (1 in the table)'),
     ]),
@@ -392,6 +450,33 @@ async def test_the_low_resource_lines_are_one_finding_with_both_lines():
     res = await _records(TEXT / "slurmctld-trinity-332-registration-low-cpu.log")
     assert res.findings[0].detail == "2 line(s)" and "low cpu count (1 < 20)" in res.findings[0].evidence[1]
 
+
+
+async def test_one_unreadable_scontrol_record_costs_that_record(tmp_path):
+    # the Rostam partitions with one line of medusa's record damaged (no '=' left in it)
+    text = (TEXT / "scontrol-show-partition-lsu-rostam-20.02.3-EXCERPT.txt").read_text()
+    p = tmp_path / "partitions.txt"
+    p.write_text(text.replace("OverTimeLimit=NONE PreemptMode=OFF", "OverTimeLimit NONE PreemptMode OFF", 1))
+    res = await _records(p)
+    assert [(f.severity, f.title) for f in res.findings] == [
+        (Severity.OK, "partition cuda is UP (nodes geev,bahram,reno,diablo,carson)"),
+        (Severity.WARN, "partition medusa not understood: line is not Key=Value: 'OverTimeLimit NONE PreemptMode OFF' "
+                        "(left out, the others are shown)")]
+    p.write_text("PartitionName=x\n   no key here\n")  # no record read at all: refused, saying why
+    (f,) = (await _records(p)).findings
+    assert f.severity == Severity.UNKNOWN and "line is not Key=Value" in f.title
+
+
+@pytest.mark.parametrize("name, partitions", [
+    ("sprio-l-ufrn-npad.txt", {"intel-512", "cluster"}),
+    ("sprio-l-findstring-61411903317-unige-bamboo.txt", {"shared-gp"}),
+    ("cluster-22.05-sprio-l.txt", {"gpu"}),
+])
+def test_sprio_l_keeps_the_jobs_partition_beside_the_partition_factor(name, partitions):
+    from cockpit.backends.slurm_textcap import read_capture
+
+    rows = read_capture((TEXT / name).read_text()).rows
+    assert {r["PARTITION"] for r in rows} == partitions and all(r["PARTITION_2"].isdigit() for r in rows)
 
 @pytest.mark.parametrize("name", OTHER_ENDPOINTS)
 async def test_another_metrics_endpoint_is_refused_by_name(name):

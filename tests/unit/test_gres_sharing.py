@@ -115,6 +115,39 @@ def test_whole_a100s_beside_slices_of_two_more():
     assert _free(n, "1g.10gb") == 12 and _free(n, None) == 13 and _free(n, "a100") == 1
 
 
+def _printed_gres(name: str, sep: str) -> list[tuple[str, str]]:
+    """(first column, GRES column) of each row of an sinfo capture of one of the files below."""
+    return [tuple(ln.split(sep)[:2]) for ln in (GRES / name).read_text().splitlines() if ln.strip()]
+
+
+# MIG slices as sinfo prints a node's GRES (%G) at three sites; counted by hand off the lines
+@pytest.mark.parametrize("name, sep, row, whole, slices", [
+    # Rorqual (Alliance): H100s cut 3g.40gb + 2g.20gb + 2 x 1g.10gb, 3 and 4 GPUs' worth
+    ("mila-cluv-test-vram-rorqual-sinfo-f-G-EXCERPT.txt", "|", 1, 0,
+     [("3g.40gb", 3), ("2g.20gb", 3), ("1g.10gb", 6)]),
+    ("mila-cluv-test-vram-rorqual-sinfo-f-G-EXCERPT.txt", "|", 2, 0,
+     [("3g.40gb", 4), ("2g.20gb", 4), ("1g.10gb", 8)]),
+    # Narval (Alliance): sockets printed as lists, "(S:1,3,7)", a comma inside the parentheses
+    ("mila-cluv-test-vram-narval-sinfo-f-G-EXCERPT.txt", "|", 1, 0,
+     [("3g.20gb", 3), ("4g.20gb", 1), ("2g.10gb", 4), ("1g.5gb", 7)]),
+    # Demetra's lovelace nodes: one whole A100 beside 1g.20gb and 1g.10gb slices
+    ("pandasgi-vllm-runbook-demetra-sinfo-P-G-N-EXCERPT.txt", None, 0, 1, [("1g.20gb", 2), ("1g.10gb", 3)]),
+])
+def test_mig_slices_in_a_nodes_printed_gres(name, sep, row, whole, slices):
+    _, gres = _printed_gres(name, sep)[row]
+    n = Node("n", "idle", **node_gres(gres, "", "t").fields())
+    assert [(mig_profile(g.type), g.count) for g in n.mig] == slices
+    assert (n.gpu_total, n.mig_total, n.mig_alloc) == (whole, sum(c for _, c in slices), 0)
+
+
+def test_whole_gpus_and_gpu_less_rows_beside_the_mig_rows():
+    rows = dict(_printed_gres("mila-cluv-test-vram-narval-sinfo-f-G-EXCERPT.txt", "|")[1:3])
+    n = Node("n", "idle", **node_gres(rows["milan,a100,nvlink"], "", "t").fields())
+    assert (n.gpu_total, n.mig) == (4, ())
+    genoa = Node("n", "idle", **node_gres("(null)", "", "t").fields())
+    assert (genoa.gpu_total, genoa.mig_total) == (0, 0)
+
+
 def test_mps_from_a_scontrol_show_node_text():
     text = (DATA / "slurm-text" / "scontrol-show-node-findstring-13216167298-22.05.2-kill-task-failed.txt").read_text()
     (rec,) = parse_scontrol_kv(text)

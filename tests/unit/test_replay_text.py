@@ -113,6 +113,19 @@ def test_a_damaged_node_record_in_saved_text_costs_that_field_or_that_node(tmp_p
     assert any("node node02 not understood" in e and "cpus" in e for e in got["errors"])
 
 
+def test_a_node_record_with_a_line_that_is_not_key_value_costs_that_node(tmp_path):
+    # one line of node02's record damaged (no '=' left in it): node02 is named, the others replay
+    text = _text_folder(tmp_path, "24.11", "scontrol-d-show-node.txt")
+    src = (text / "scontrol-d-show-node.txt").read_text()
+    head, rest = src.split("NodeName=node02", 1)
+    line = next(ln for ln in rest.splitlines()[1:] if ln.strip().startswith("CPUAlloc="))
+    rest = rest.replace(line, "   " + line.strip().replace("=", " "), 1)
+    (text / "scontrol-d-show-node.txt").write_text(head + "NodeName=node02" + rest)
+    rc, got = _snap(text)
+    assert rc == 1 and {n["name"] for n in got["nodes"]} == {"node01", "node03", "node04"}
+    assert any("node node02 not understood: line is not Key=Value" in e for e in got["errors"])
+
+
 def test_a_folder_of_text_that_is_not_slurm_is_refused_saying_so(tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
     proc = _cockpit("--replay", str(tmp_path), "snapshot")
