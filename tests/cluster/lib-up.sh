@@ -121,7 +121,8 @@ install_configs() {
     LAST_GPU=$((COCKPIT_CLUSTER_GPUS - 1)) > "$tmp/gres.conf"
   if [ "$COCKPIT_CLUSTER_PROFILE" = site ]; then  # lib-profile.sh: the nodes as sites write them
     site_gres_conf > "$tmp/gres.conf"
-    sed -i 's/^GresTypes=gpu$/GresTypes=gpu,shard/' "$tmp/slurm.conf" "$tmp/slurm-client.conf"
+    sed -i -e 's/^GresTypes=gpu$/GresTypes=gpu,shard/' -e '/^PartitionName=/d' "$tmp/slurm.conf" "$tmp/slurm-client.conf"
+    for f in slurm slurm-client; do site_partition_lines >> "$tmp/$f.conf"; done
   fi
   render cgroup.conf.in CGROUP_PLUGIN="$plugin" > "$tmp/cgroup.conf"
   topology_lines > "$tmp/topology.conf"
@@ -288,7 +289,11 @@ write_env() {
     if metrics_enabled "$1"; then
       echo "export COCKPIT_TEST_METRICS_URL=http://$COCKPIT_CLUSTER_HEAD_ADDR:$COCKPIT_CLUSTER_CTLD_PORT/metrics"
     fi
-    echo "export COCKPIT_TEST_PARTITIONS=\"gpu debug\""
+    if [ "$COCKPIT_CLUSTER_PROFILE" = site ]; then
+      echo "export COCKPIT_TEST_PARTITIONS=\"gpu debug urgent\""
+    else
+      echo "export COCKPIT_TEST_PARTITIONS=\"gpu debug\""
+    fi
     echo "export COCKPIT_TEST_GPU_TYPE=$COCKPIT_CLUSTER_GPU_TYPE"
     echo "export COCKPIT_TEST_GPUS_PER_NODE=$COCKPIT_CLUSTER_GPUS"
     echo "export COCKPIT_TEST_SSH_PORT=$COCKPIT_CLUSTER_SSH_PORT"

@@ -68,3 +68,14 @@ def test_the_site_gres_conf_gives_each_node_what_its_line_says():
     want = {(n, it.type): it.count for n, g in lines.items() for it in gpu_items(g, "site") if it.name == "gpu"}
     assert files == want
     assert shards == {"node04": 16}
+
+
+def test_the_site_profile_puts_nodes_in_two_partitions_and_preempts_from_urgent():
+    lines = _bash("site", "site_partition_lines").splitlines()
+    conf = dict(ln.split("=", 1) for ln in lines if not ln.startswith(("#", "PartitionName")))
+    assert conf == {"PreemptType": "preempt/partition_prio", "PreemptMode": "REQUEUE"}
+    parts = {kv["PartitionName"]: kv for kv in (dict(w.split("=", 1) for w in ln.split())
+                                                 for ln in lines if ln.startswith("PartitionName"))}
+    assert {p: (kv["Nodes"], int(kv["PriorityTier"])) for p, kv in parts.items()} == {
+        "gpu": ("ALL", 1), "debug": ("node[01-03]", 1), "urgent": ("node04", 10)}
+    assert parts["gpu"]["Default"] == "YES"
