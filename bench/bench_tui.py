@@ -1,7 +1,7 @@
 """Benchmark the TUI at scale: 100k jobs / 10k nodes, 1% of jobs changing per refresh.
 
     .venv/bin/python bench/bench_tui.py [--jobs 100000] [--nodes 10000] [--refreshes 5]
-                                        [--datatable-jobs N | --no-datatable]
+                                        [--datatable-jobs N | --no-datatable] [--view gpus [--alternative]]
 
 The real path end to end: a "cluster" process (this script with --serve) keeps
 the jobs as Slurm 24.11 JSON records (copied from the recorded slurmrestd
@@ -170,6 +170,38 @@ class Cluster:
         self.dir.rmdir()
 
 
+# -- the alternative GPU rows (--alternative): the form before cockpit/tui/gpurows.py ----
+def _tuple_gpu_rows(node, holders, telemetry, width=200):
+    """Each GPU a Row with its own cells and values tuples (as cockpit built them up
+    to 2026-12-02): measured beside the GpuRow form, in its own process."""
+    from cockpit.text import clean
+    from cockpit.tui.gpurows import telemetry_cells
+    from cockpit.tui.rows import Row, node_state_text
+
+    rows, idx, busy_node = [], 0, node.gpu_alloc > 0
+    state, name = node_state_text(node), clean(node.name, width)
+    ids: dict[int, str] = {}
+    for group in node.gpus:
+        for _ in range(group.count):
+            job = holders.get((node.name, idx))
+            held = job is not None or idx in group.alloc_indexes
+            if node.is_unavailable:
+                note = f"on {node.display_state} node"
+            elif not held and busy_node:
+                note = "idle in alloc node"
+            else:
+                note = "" if held else "free"
+            tcells, tvals = telemetry_cells(telemetry.get((node.name, idx)))
+            jid = ids.setdefault(id(job), job.display_id) if job else ("?" if held else "")
+            user = job.user if job else ""
+            cells = (name, str(idx), clean(group.type or "", 6), state, jid, clean(user, width), note, *tcells)
+            values = (node.name, idx, group.type or "", node.display_state, jid, user, note, *tvals)
+            style = "drain" if node.is_unavailable else ("idlegpu" if note == "idle in alloc node" else ("alloc" if held else "idle"))
+            rows.append(Row(f"{node.name}:{idx}", cells, values, style))
+            idx += 1
+    return rows
+
+
 # -- measuring ---------------------------------------------------------------------------
 class UiTimer:
     """Accumulates the UI thread's CPU time spent in wrapped functions."""
@@ -282,11 +314,14 @@ VIEW_KEYS = {"jobs": "5", "gpus": "3", "nodes": "2"}
 
 
 async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind: str = "jobs",
-                       n_nodes: int = 0) -> dict:
+                       n_nodes: int = 0, alternative: bool = False) -> dict:
     from cockpit.runner import LocalRunner
     from cockpit.backends.slurm_cli import SlurmCliBackend
     from cockpit.tui.app import CockpitApp
     from cockpit.tui.widgets import views, vtable
+
+    if alternative:
+        views.gpu_rows = _tuple_gpu_rows
 
     ui = UiTimer()
     ui.wrap(CockpitApp, "on_snapshot_updated")
@@ -497,9 +532,11 @@ def main() -> None:
     ap.add_argument("--no-datatable", action="store_true")
     ap.add_argument("--view", choices=tuple(VIEW_KEYS), default="jobs",
                     help="the view shown while refreshing (default jobs; gpus: 8 rows a node)")
+    ap.add_argument("--alternative", action="store_true",
+                    help="with --view gpus: also run the GPU rows as before (a Row of tuples each), in its own process")
     ap.add_argument("--datatable-jobs", type=int, default=0, help="jobs for the DataTable run (default: --jobs)")
     ap.add_argument("--datatable-sample", type=int, default=20, help="update_cell calls measured per refresh")
-    ap.add_argument("--only", choices=("vtable", "datatable"), help=argparse.SUPPRESS)
+    ap.add_argument("--only", choices=("vtable", "vtable-alternative", "datatable"), help=argparse.SUPPRESS)
     ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.serve:
@@ -508,6 +545,8 @@ def main() -> None:
         t = time.perf_counter()
         cmd = [sys.executable, __file__, "--jobs", str(a.jobs), "--nodes", str(a.nodes), "--refreshes", str(a.refreshes)]
         subprocess.run([*cmd, "--view", a.view, "--only", "vtable"], check=True)  # each run in its own process: its own peak RSS
+        if a.alternative and a.view == "gpus":
+            subprocess.run([*cmd, "--view", a.view, "--only", "vtable-alternative"], check=True)
         if not a.no_datatable:
             n = a.datatable_jobs or a.jobs
             subprocess.run([sys.executable, __file__, "--jobs", str(n), "--nodes", str(a.nodes),
@@ -520,9 +559,11 @@ def main() -> None:
     print(f"cluster: {a.jobs} jobs / {a.nodes} nodes as 24.11 JSON ({cluster.jobs_mb:.0f} MB squeue, "
           f"{cluster.nodes_mb:.0f} MB scontrol nodes), built in {time.perf_counter() - t:.1f} s by a separate process")
     try:
-        if a.only == "vtable":
-            show("cockpit VTable (virtual, render_line; parse worker process, deltas)",
-                 asyncio.run(bench_vtable(cluster, a.jobs, a.refreshes, a.view, a.nodes)))
+        if a.only.startswith("vtable"):
+            alt = a.only == "vtable-alternative"
+            show("(alternative) GPU rows as before: a Row of cells and values tuples each" if alt else
+                 "cockpit VTable (virtual, render_line; parse worker process, deltas)",
+                 asyncio.run(bench_vtable(cluster, a.jobs, a.refreshes, a.view, a.nodes, alt)))
         else:
             show(f"Textual DataTable, same data ({a.jobs} jobs)",
                  asyncio.run(bench_datatable(cluster, a.refreshes, a.datatable_sample)))

@@ -239,41 +239,7 @@ def gpu_holders(jobs: Sequence[Job]) -> dict[tuple[str, int], Job]:
     return out
 
 
-def _telemetry_cells(t: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple[Any, ...]]:
-    if not t:
-        return ("",) * len(TELEMETRY_FIELDS), (None,) * len(TELEMETRY_FIELDS)
-    vals = tuple(t.get(f) for f in TELEMETRY_FIELDS)
-    cells = tuple("" if v is None else clean(f"{v:.0f}" if isinstance(v, float) else v, 10) for v in vals)
-    return cells, vals
-
-
-def gpu_rows(node: Node, holders: Mapping[tuple[str, int], Job], telemetry: Mapping[tuple[str, int], Mapping[str, Any]], width: int = KEEP) -> list[Row]:
-    """One row per GPU index of ``node``."""
-    rows: list[Row] = []
-    idx = 0
-    busy_node = node.gpu_alloc > 0
-    # once per node, shared by its GPU rows (80k rows at 10k nodes: ~8 MB of copies)
-    state, name = node_state_text(node), clean(node.name, width)
-    ids: dict[int, str] = {}
-    for group in node.gpus:
-        for _ in range(group.count):
-            job = holders.get((node.name, idx))
-            held = job is not None or idx in group.alloc_indexes
-            if node.is_unavailable:
-                note = f"on {node.display_state} node"
-            elif not held and busy_node:
-                note = "idle in alloc node"
-            else:
-                note = "" if held else "free"
-            tcells, tvals = _telemetry_cells(telemetry.get((node.name, idx)))
-            jid = ids.setdefault(id(job), job.display_id) if job else ("?" if held else "")
-            user = job.user if job else ""
-            cells = (name, str(idx), clean(group.type or "", 6), state, jid, clean(user, width), note, *tcells)
-            values = (node.name, idx, group.type or "", node.display_state, jid, user, note, *tvals)
-            style = "drain" if node.is_unavailable else ("idlegpu" if note == "idle in alloc node" else ("alloc" if held else "idle"))
-            rows.append(Row(f"{node.name}:{idx}", cells, values, style))
-            idx += 1
-    return rows
+# the rows themselves: cockpit/tui/gpurows.py (one per GPU, kept small)
 
 
 # ---------------------------------------------------------------- partitions

@@ -22,6 +22,7 @@ from cockpit.core.filtering import compile_query
 from cockpit.errors import UsageError
 from cockpit.models import ClusterSnapshot
 from cockpit.tui import rows as R
+from cockpit.tui.gpurows import gpu_rows
 from cockpit.tui.livetable import LiveTable
 from cockpit.tui.services import host_of
 from cockpit.tui.widgets.vtable import VTable
@@ -260,7 +261,7 @@ class GpusView(TableView):
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
-        self._node_rows: dict[str, tuple[Any, tuple, tuple, list[R.Row]]] = {}
+        self._node_rows: dict[str, tuple[Any, tuple, tuple, list[Any]]] = {}
 
     def mount_panel(self, panel: Any) -> None:
         """Show ``panel`` (live telemetry's status) above the table."""
@@ -284,7 +285,7 @@ class GpusView(TableView):
             if hit is not None and (hit[0] is node or hit[0] == node) and hit[1] == held and hit[2] == seen:
                 rows = hit[3]
             else:
-                rows = R.gpu_rows(node, holders, tel)
+                rows = gpu_rows(node, holders, tel)
             new[node.name] = (node, held, seen, rows)
             out.extend(rows)
         self._node_rows = new
