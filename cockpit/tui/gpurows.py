@@ -12,7 +12,9 @@ in the view's worker thread.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
+
+import msgspec
 
 from cockpit.models import Job, Node
 from cockpit.text import clean
@@ -32,18 +34,23 @@ def telemetry_cells(t: Mapping[str, Any] | None) -> tuple[tuple[str, ...], tuple
     return cells, vals
 
 
-class GpuRow:
+class GpuRow(msgspec.Struct, frozen=True, gc=False):
     """One GPU's row; reads like a :class:`~cockpit.tui.rows.Row` (key, cells, values,
     style, extra, haystack). ``shared`` is (node cell, type cell, state cell, node
-    name, type, display state), one tuple for a node's GPUs of one type."""
+    name, type, display state), one tuple for a node's GPUs of one type. Untracked
+    by the cyclic GC, as Row is: 160k GPU rows at 20k nodes are not walked by a
+    full collection."""
 
-    __slots__ = ("key", "shared", "index", "job_id", "user", "user_cell", "note", "telemetry", "style")
-    extra = ""
-
-    def __init__(self, key: str, shared: tuple, index: int, job_id: str, user: str, user_cell: str, note: str,
-                 telemetry: tuple, style: str) -> None:
-        self.key, self.shared, self.index, self.job_id = key, shared, index, job_id
-        self.user, self.user_cell, self.note, self.telemetry, self.style = user, user_cell, note, telemetry, style
+    key: str
+    shared: tuple
+    index: int
+    job_id: str
+    user: str
+    user_cell: str
+    note: str
+    telemetry: tuple
+    style: str
+    extra: ClassVar[str] = ""
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -59,16 +66,6 @@ class GpuRow:
     @property
     def haystack(self) -> str:
         return " ".join(self.cells).lower()
-
-    def _parts(self) -> tuple:
-        return (self.key, self.shared, self.index, self.job_id, self.user, self.note, self.telemetry, self.style)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, GpuRow):
-            return NotImplemented
-        return self._parts() == other._parts()
-
-    __hash__ = None  # type: ignore[assignment]  # compared by value, never a set member
 
     def __repr__(self) -> str:
         return f"GpuRow({self.key!r}, {self.cells!r}, {self.style!r})"
