@@ -392,6 +392,12 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             print("cyclic GC collections per refresh, any thread (all threads wait): " + ", ".join(
                 f"gen {g}: {n / refreshes:.1f} x, {t / refreshes * 1000:.1f} ms (longest {m * 1000:.1f})"
                 for g, (n, t, m) in sorted(gc_pauses.by_gen.items())))
+            import collections
+            import gc as _gc
+
+            kinds = collections.Counter(type(o).__name__ for o in _gc.get_objects())
+            print(f"objects the cyclic GC tracks: {sum(kinds.values()):,}, most: " + ", ".join(
+                f"{k} {n:,}" for k, n in kinds.most_common(8)))
         lat: list[float] = []
         probe = KeyProbe(app, lambda: table.cursor)
         for _ in range(refreshes):  # with keys pressed while the refresh runs
@@ -530,6 +536,9 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=10_000)
     ap.add_argument("--refreshes", type=int, default=5)
     ap.add_argument("--no-datatable", action="store_true")
+    ap.add_argument("--young-threshold", type=int, default=0,
+                    help="also run the jobs view with this many allocations between young GC collections "
+                         "(the alternative to cockpit's poller.YOUNG_THRESHOLD; Python's default is 700)")
     ap.add_argument("--view", choices=tuple(VIEW_KEYS), default="jobs",
                     help="the view shown while refreshing (default jobs; gpus: 8 rows a node)")
     ap.add_argument("--alternative", action="store_true",
@@ -547,6 +556,9 @@ def main() -> None:
         subprocess.run([*cmd, "--view", a.view, "--only", "vtable"], check=True)  # each run in its own process: its own peak RSS
         if a.alternative and a.view == "gpus":
             subprocess.run([*cmd, "--view", a.view, "--only", "vtable-alternative"], check=True)
+        if a.young_threshold:
+            subprocess.run([*cmd, "--view", a.view, "--only", "vtable", "--young-threshold", str(a.young_threshold)],
+                           check=True)
         if not a.no_datatable:
             n = a.datatable_jobs or a.jobs
             subprocess.run([sys.executable, __file__, "--jobs", str(n), "--nodes", str(a.nodes),
@@ -561,8 +573,14 @@ def main() -> None:
     try:
         if a.only.startswith("vtable"):
             alt = a.only == "vtable-alternative"
-            show("(alternative) GPU rows as before: a Row of cells and values tuples each" if alt else
-                 "cockpit VTable (virtual, render_line; parse worker process, deltas)",
+            label = ("(alternative) GPU rows as before: a Row of cells and values tuples each" if alt else
+                     "cockpit VTable (virtual, render_line; parse worker process, deltas)")
+            if a.young_threshold:
+                from cockpit.core import poller
+
+                poller.YOUNG_THRESHOLD = a.young_threshold
+                label = f"(alternative) the same, young GC collections every {a.young_threshold} allocations"
+            show(label,
                  asyncio.run(bench_vtable(cluster, a.jobs, a.refreshes, a.view, a.nodes, alt)))
         else:
             show(f"Textual DataTable, same data ({a.jobs} jobs)",

@@ -124,6 +124,8 @@ def settle_heap() -> None:
     30-minute soak (bench/bench_soak.py) grew 88 MB/hour with an hourly thaw.
     """
     global _next_thaw
+    if gc.get_threshold()[0] != YOUNG_THRESHOLD:
+        gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     now = time.monotonic()
     if now >= _next_thaw:
         start = time.perf_counter()
@@ -136,6 +138,14 @@ def settle_heap() -> None:
     gc.freeze()
 
 
+# Allocations between two collections of the youngest generation (Python's default: 700).
+# Each collection walks every container made since the last one, and a refresh at 500k
+# jobs makes several with 500k entries (the store's values, the table's order, its
+# rows dict); walking one touches every entry's object (cache misses): at 700, 44
+# young collections a refresh took 356 ms of the UI thread (longest 131 ms;
+# bench/bench_tui.py --young-threshold compares). Only cyclic garbage waits longer:
+# what reference counting frees is freed at once.
+YOUNG_THRESHOLD = 20_000
 THAW_SHARE = 0.001  # of the time a thaw and full collection may take
 THAW_EVERY_MIN = 60.0  # seconds: the soonest next thaw
 THAW_EVERY_MAX = 3600.0  # seconds: the latest

@@ -55,3 +55,29 @@ def test_a_costly_thaw_is_scheduled_further_away(monkeypatch):
     settle_heap()
     # 0.5 s at THAW_SHARE 0.1 %: 500 s to the next one (not the 60 s minimum)
     assert poller._next_thaw - now >= 0.5 / poller.THAW_SHARE - 1
+
+
+def test_the_young_generation_is_collected_every_young_threshold_allocations():
+    old = gc.get_threshold()
+    try:
+        gc.set_threshold(700, *old[1:])
+        settle_heap()
+        assert gc.get_threshold() == (poller.YOUNG_THRESHOLD, *old[1:])
+    finally:
+        gc.set_threshold(*old)
+
+
+def test_the_records_a_queue_has_hundreds_of_thousands_of_are_not_tracked():
+    """Job, JobGpus, Row, JobExtras and GpuRow hold no cycle, so the cyclic GC need not walk
+    them (a full collection at 500k jobs walked ~2.6 million of them); a Node (few, and
+    a dataclass) still is. A record type that became tracked again fails here."""
+    from cockpit.models import Job, JobGpus, Node as SlurmNode
+    from cockpit.tui.gpurows import GpuRow
+    from cockpit.tui.rows import JobExtras, job_row
+
+    job = Job(7, name="train", state_flags=frozenset({"REQUEUED"}), gpus=(JobGpus("gpu01", "h100", 2, (0, 1)),))
+    row = job_row(JobExtras(job, 50.0, None))
+    gpu = GpuRow("gpu01/0", ("gpu01",), 0, "7", "alice", "alice", "", ((), ()), "")
+    for untracked in (job, job.gpus[0], row, JobExtras(job), gpu):
+        assert not gc.is_tracked(untracked), type(untracked).__name__
+    assert gc.is_tracked(SlurmNode("gpu01", "idle"))
