@@ -51,6 +51,10 @@ class JobQuery:
     accounts: tuple[str, ...] = ()
     nodes: str = ""  # a hostlist (sacct -N): jobs that ran on these nodes
     steps: bool = False  # False: -X, allocations only
+    # True: -D, every run of a requeued or preempted job. Without it a --state query on
+    # 24.11+ shows only the job's last record (a never-started CANCELLED one), not the
+    # runs that held its GPUs (tests/data/slurm-24.11/site-history).
+    every_run: bool = False
     exit_codes: bool = True  # False: not needed (no 22.05 cross-check query)
     # "parsable": --parsable2 even where --json exists. The TUI asks so: decoding 100 MB
     # of JSON is one C call that holds the GIL (keys waited 1.3 s); the line parser yields.
@@ -149,6 +153,9 @@ class SlurmAccounting:
         if not q.steps:
             argv.append("-X")
             bounds.append("-X")
+        if q.every_run:
+            argv.append("-D")
+            bounds.append("every run (-D)")
         if q.states:
             argv.append("--state=" + ",".join(q.states))
             bounds.append(f"{len(q.states)} states")

@@ -75,9 +75,17 @@ def _obj(rec: dict[str, Any], key: str) -> dict[str, Any]:
     return v
 
 
+# 23.02+ lists a job's state as [base, flags...]; sacct's text names the first of these
+# flags it holds instead of the base (Slurm's job_state_string), e.g. ["PENDING",
+# "REQUEUED"] -> REQUEUED, a requeued run in 24.11 (tests/data/slurm-24.11/site-history).
+_FLAG_STATES = ("COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED", "REQUEUE_FED",
+                "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED", "REVOKED", "RESV_DEL_HOLD", "SIGNALING")
+
+
 def _state(value: Any) -> str:
     if isinstance(value, list):
-        value = value[0] if value else ""
+        flags = [f for f in _FLAG_STATES if f in value[1:]]
+        value = flags[0] if flags else (value[0] if value else "")
     return (text(value, "state.current", SOURCE).split(" ", 1)[0] or "UNKNOWN").upper()
 
 

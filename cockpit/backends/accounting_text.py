@@ -192,9 +192,10 @@ def parse_sacct_parsable(text: str, source: str = "sacct --parsable2",
                          warnings: list[str] | None = None) -> tuple[JobRecord, ...]:
     """Jobs (with their steps) from ``sacct -P -n -o`` :data:`SACCT_FIELDS`. Raises
     ParseError; with a ``warnings`` list, a line that cannot be read is one warning
-    naming its JobID and every other line stays."""
-    jobs: dict[str, dict] = {}
-    order: list[str] = []
+    naming its JobID and every other line stays. A JobID printed again (``-D``: each run
+    of a requeued job) is one more record; steps belong to the run printed before them."""
+    jobs: dict[str, dict] = {}  # JobID -> its latest run, where its steps go
+    order: list[dict] = []
     for i, line in enumerate(_records(text, len(SACCT_FIELDS), _JOB_ID_START.match)):
         try:
             _sacct_line(line, jobs, order, source)
@@ -203,10 +204,10 @@ def parse_sacct_parsable(text: str, source: str = "sacct --parsable2",
                 raise
             name = line.split("|", 1)[0].strip()[:40] or f"#{i + 1}"
             warn(warnings, unread(source, "sacct record", name, why_unread(exc, "sacct record", name)))
-    return tuple(JobRecord(**{**jobs[k], "steps": tuple(jobs[k]["steps"])}) for k in order)
+    return tuple(JobRecord(**{**rec, "steps": tuple(rec["steps"])}) for rec in order)
 
 
-def _sacct_line(line: str, jobs: dict[str, dict], order: list[str], source: str) -> None:
+def _sacct_line(line: str, jobs: dict[str, dict], order: list[dict], source: str) -> None:
     f = dict(zip(SACCT_FIELDS, _split(line, len(SACCT_FIELDS), source)))
     job_id = f["JobID"].strip()
     base, dot, step = job_id.partition(".")
@@ -233,8 +234,7 @@ def _sacct_line(line: str, jobs: dict[str, dict], order: list[str], source: str)
         array_job_id=int(m.group(1)) if m else None, array_task_id=int(m.group(2)) if m else None,
         steps=[],
     )
-    if job_id not in jobs:
-        order.append(job_id)
+    order.append(rec)
     jobs[job_id] = rec
 
 

@@ -81,6 +81,9 @@ class RestAccounting:
         if not q.steps and "skip_steps" in self.params:
             params["skip_steps"] = "true"
             bounds.append("no steps")
+        if q.every_run and "show_duplicates" in self.params:
+            params["show_duplicates"] = "true"
+            bounds.append("every run (show_duplicates)")
         if q.states:
             params["state"] = ",".join(q.states) if self.dbapi in _COMMA_STATES else list(q.states)
             bounds.append(f"{len(q.states)} states")

@@ -5,7 +5,8 @@ backend. No Textual.
 
 Where each figure comes from (also in the report's ``sources``):
 
-* allocated: sacct AllocTRES ``gres/gpu`` x (End, or now, - Start), clipped to the window;
+* allocated: sacct AllocTRES ``gres/gpu`` x (End, or now, - Start), clipped to the window,
+  over every run of each job (``-D``: a requeued or preempted job's earlier runs held GPUs);
 * capacity: the nodes' GPUs now (sinfo/scontrol) x the window (nodes added or
   removed during the window are not tracked);
 * drained/down: sacctmgr node events (drain, down, reboot) x the node's GPUs,
@@ -193,7 +194,9 @@ async def utilization(acct: Any, snapshot: Any, start: int, now: float, *, parti
     end = int(now)
     # RUNNING: jobs that ran at some time in the window; the finished states: jobs that
     # ended in it. Together every job that held GPUs in the window, and no pending one.
-    q = JobQuery(start=start, states=("RUNNING",) + FINISHED_STATES, exit_codes=False,
+    # every_run (-D): each run of a requeued or preempted job held GPUs; with the state
+    # filter and no -D, Slurm 24.11+ gives only the job's last, never-started record.
+    q = JobQuery(start=start, states=("RUNNING",) + FINISHED_STATES, exit_codes=False, every_run=True,
                  partitions=(partition,) if partition else (), accounts=(account,) if account else ())
     jobs = await acct.jobs(q)
     known = {n.name for n in snapshot.nodes}
@@ -218,7 +221,7 @@ async def utilization(acct: Any, snapshot: Any, start: int, now: float, *, parti
     report = compute(jobs.items, tuple(e for e in events.items if e.node in known), snapshot.nodes, snapshot.partitions,
                      start, end, partition=partition, account=account, idle_frac=idle)
     sources = {
-        "allocated": "sacct -X AllocTRES gres/gpu x (End or now - Start), clipped to the window",
+        "allocated": "sacct -X -D AllocTRES gres/gpu x (End or now - Start) of every run, clipped to the window",
         "capacity": "GPUs per node now (" + (snapshot.source or "the backend") + ") x the window",
         "drained": "sacctmgr show event (drain/down/reboot) x the node's GPUs, less what jobs held there",
         "idle_in_alloc": idle_src,
