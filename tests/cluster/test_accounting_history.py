@@ -114,6 +114,22 @@ def test_finished_jobs_in_history_with_state_exit_code_and_elapsed(acct, tmp_pat
                for ln in proc.stdout.splitlines())
 
 
+def node03_now() -> str:
+    """node03's State and the jobs slurmctld places on it, for a failure message."""
+    state = parse_scontrol(run(["scontrol", "show", "node", "node03"], check=False).stdout).get("State", "?")
+    jobs = run(["squeue", "-h", "-w", "node03", "-t", "all", "-o", "%i %T %j"], check=False).stdout.split("\n")
+    return f"State={state}, jobs: {'; '.join(j for j in jobs if j) or 'none'}"
+
+
+def node03_quiet() -> bool:
+    """node03 holds no running or completing job (other sessions' jobs may be on it)."""
+    state = parse_scontrol(run(["scontrol", "show", "node", "node03"], check=False).stdout).get("State", "")
+    return bool(state) and not any(s in state for s in ("ALLOCATED", "MIXED", "COMPLETING"))
+
+
+node03_quiet.__name__ = "node03 holds no running or completing job"
+
+
 def test_node03_drained_twice_shows_both_events(acct, tmp_path):
     tag = uuid.uuid4().hex[:6]
     reasons = [f"cockpit-acct {tag} Xid 79 GPU has fallen off the bus", f"cockpit-acct {tag} Xid 79 again"]
@@ -129,9 +145,18 @@ def test_node03_drained_twice_shows_both_events(acct, tmp_path):
         check.__name__ = f"{n} drain event(s) of node03 recorded" + (" and ended" if ended else "")
         # Other sessions' jobs may hold node03: then it is DRAINING, and slurmctld records
         # the event once their jobs end (a drain resumed before that leaves none).
-        return wait_for(check, timeout=180, interval=1)
+        try:
+            return wait_for(check, timeout=180, interval=1)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; node03 now: {node03_now()}") from None
     try:
         for i, reason in enumerate(reasons):
+            # slurmctld records a drain event at once only on a node with no running or
+            # completing job (update_node); on a busy one, when make_node_idle sees the last
+            # one go. One CI run waited 180 s for that record after the previous test's
+            # cancelled and timed-out jobs. So drain node03 once it holds no job: the record
+            # then does not hang on how a job left, and a timeout names node03's state.
+            wait_for(node03_quiet, timeout=180, interval=1)
             before = int(time.time())
             proc = cockpit(tmp_path, "node", "drain", "node03", "--reason", reason, "--yes")
             assert proc.returncode == 0, proc.stdout + proc.stderr
