@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from cockpit.errors import UsageError
+from cockpit.hostlist import expand
+
 # syslog: "Feb 16 19:30:06 ip-10-1-101-117 slurmd[53634]: ..." or
 # "2024-03-13T11:33:13.042151-07:00 sh02-01n60 spank-epilog[27186]: ..."
 _SYSLOG = re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\S+) (\S+) [\w.-]+(?:\[\d+\])?: ")
@@ -118,15 +121,28 @@ def _node_named(line: str) -> str | None:
     return (m.group("node") or m.group("node2")) if m else None
 
 
-def _event(p: Pattern, m: re.Match[str], host: str | None, line: str) -> LogEvent:
+def _nodes(node: str | None) -> tuple[str | None, ...]:
+    """Slurm logs several nodes as one hostlist ("Nodes q2-st-t2large-[1-2] not responding"):
+    each is a node of its own. A name that is no hostlist stays as written."""
+    if not node or not any(c in node for c in "[,"):
+        return (node,)
+    try:
+        return expand(node) or (node,)
+    except UsageError:
+        return (node,)
+
+
+def _events(p: Pattern, m: re.Match[str], host: str | None, line: str) -> list[LogEvent]:
     g = {k: v for k, v in m.groupdict().items() if v is not None}
     if "phase" in g:
         g["phase"] = g["phase"].lower()  # salloc writes "Prolog failure", slurmd "prolog failed"
-    node = g.get("node") or g.get("node2") or _node_named(line) or host
-    g.setdefault("node", node or "a node")
     g.setdefault("host", host or "the node")
     g.setdefault("max", "?")
-    return LogEvent(p.code, p.severity, p.what.format(**g), line, node)
+    out = []
+    for node in _nodes(g.get("node") or g.get("node2") or _node_named(line) or host):
+        g["node"] = node or "a node"
+        out.append(LogEvent(p.code, p.severity, p.what.format(**g), line, node))
+    return out
 
 
 def scan_log(text: str) -> LogScan:
@@ -141,5 +157,5 @@ def scan_log(text: str) -> LogScan:
         if hit or _DAEMONISH.search(line) or _STAMP.match(line):
             out.daemon_lines += 1
         if hit:
-            out.events.append(_event(hit[0], hit[1], host, line))
+            out.events.extend(_events(hit[0], hit[1], host, line))
     return out

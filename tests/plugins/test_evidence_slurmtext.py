@@ -131,6 +131,10 @@ CASES = {
     "slurmctld-radiasoft-2136-config-differs.log": ("Slurm log", [
         (Severity.WARN, "a node's slurm.conf definition differs from its hardware on the node: Procs=2:4(hw) Boards=1:1(hw) SocketsPerBoard=2:1(hw) CoresPerSocket=1:4(hw) ThreadsPerCore=1:1(hw)"),
     ]),
+    "slurmctld-parallelcluster-test-slurm-ranged-not-responding.log": ("Slurm log", [  # one hostlist, two nodes
+        (Severity.CRIT, 'q2-st-t2large-1 stopped answering slurmctld and was set DOWN'),
+        (Severity.CRIT, 'q2-st-t2large-2 stopped answering slurmctld and was set DOWN'),
+    ]),
     "slurmctld-trinity-506-not-responding.log": ("Slurm log", [
         (Severity.CRIT, 'c001 stopped answering slurmctld and was set DOWN'),
         (Severity.CRIT, 'c002 stopped answering slurmctld and was set DOWN'),

@@ -45,6 +45,19 @@ def test_a_prolog_failure_names_its_node(node, shape):
     assert ev.code == "slurm.log.prolog-failed" and ev.node == node and f"on {node}:" in ev.title
 
 
+def test_a_hostlist_in_a_log_line_is_each_of_its_nodes():
+    """slurmctld writes one line for several nodes as a hostlist (recorded: slurmctld-parallelcluster-
+    test-slurm-ranged-*); the Kill task failed line is Slurm's format ("on node(s)=%s") filled in by
+    hand. A name that is no valid hostlist stays one node, as written."""
+    down = scan_log("error: Nodes gpu[07-08],cpu3 not responding, setting DOWN").events
+    assert [e.node for e in down] == ["cpu3", "gpu07", "gpu08"]
+    assert all(e.code == "slurm.log.not-responding-down" and e.title.startswith(e.node + " ") for e in down)
+    kill = scan_log("error: slurmd error running JobId=9 on node(s)=n[1-2]: Kill task failed").events
+    assert [(e.code, e.node) for e in kill] == [("slurm.log.kill-task-failed", "n1"), ("slurm.log.kill-task-failed", "n2")]
+    (bad,) = scan_log("error: Nodes gpu[07-x not responding, setting DOWN").events
+    assert bad.node == "gpu[07-x"
+
+
 def test_low_real_memory_in_both_wordings():
     """The 20.02 line is recorded (slurmctld-parallelcluster-1517-low-real-memory.log); the later
     one is Slurm's format string (node_mgr.c: "Node %s has low real_memory size (%lu / %lu) <
