@@ -97,3 +97,13 @@ def test_pyslurm_untyped_gpus_keep_no_type():
                         active_features=[], available_features=[], boot_time=None)
     node = node_from_pyslurm(n, {None: {0, 1, 2}})
     assert node.gpus == (GpuGroup(None, 4, (0, 1, 2)),)
+
+
+def test_untyped_gpus_in_use_without_indexes_as_slurm_2205_prints_them():
+    """Recorded on the site-profile cluster (tests/data/slurm-22.05/site-untyped-gres-used.txt):
+    GresUsed=gpu:2 says 2 of the 8 untyped GPUs are held, not which: 2 in use, no indexes
+    invented, and the shard beside it is no GPU."""
+    text = (Path(__file__).resolve().parents[1] / "data/slurm-22.05/site-untyped-gres-used.txt").read_text()
+    fields = dict(w.split("=", 1) for line in text.splitlines() if not line.startswith("#") for w in line.split())
+    (group,) = gpu_groups(fields["Gres"], fields["GresUsed"], "node01")
+    assert (group.type, group.count, group.alloc_indexes, group.used) == (None, 8, (), 2)
