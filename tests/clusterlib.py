@@ -149,6 +149,64 @@ def submit(script: str, **sbatch_opts: object) -> str:
     return out.split(";", 1)[0]
 
 
+def profile(env: Mapping[str, str] | None = None) -> str:
+    """The running test cluster's profile: "default" (four alike typed-GPU nodes) or "site"
+    (tests/cluster/lib-profile.sh: untyped, two-type and shard GPUs, a CPU-only node03)."""
+    return (env if env is not None else (cluster_env() or {})).get("COCKPIT_TEST_PROFILE") or "default"
+
+
+def gpu_gres(count: int, env: Mapping[str, str] | None = None) -> str:
+    """The ``--gres`` that asks for ``count`` GPUs on each node, as the running profile allows.
+
+    Default profile: typed (``gpu:h100:N``), as its nodes are configured. Site profile: untyped
+    (``gpu:N``), which Slurm fills from any type: node01's untyped 8, node02's a100 and MIG
+    slices, node04's four h100; a typed request would fit node04 alone.
+    """
+    env = env if env is not None else (cluster_env() or {})
+    if profile(env) == "site":
+        return f"gpu:{count}"
+    return f"gpu:{env.get('COCKPIT_TEST_GPU_TYPE', 'h100')}:{count}"
+
+
+def gpu_type(env: Mapping[str, str] | None = None) -> str | None:
+    """The GPU type a job given ``gpu_gres`` is allocated, when the profile fixes it (default:
+    the one type; site: None, since an untyped request may get any of the types there)."""
+    env = env if env is not None else (cluster_env() or {})
+    return None if profile(env) == "site" else env.get("COCKPIT_TEST_GPU_TYPE", "h100")
+
+
+# What tests/cluster/lib-profile.sh configures (site) beside slurm.conf.in's four alike nodes.
+_SITE_GPUS = {"node01": 8, "node02": 4, "node03": 0, "node04": 4}  # whole GPUs (node02's MIG slices apart)
+_PARTITION_NODES = {"default": {"debug": ("node01", "node02")},
+                    "site": {"debug": ("node01", "node02", "node03"), "urgent": ("node04",)}}
+
+
+def gpus_of(node: str, env: Mapping[str, str] | None = None) -> int:
+    """How many whole GPUs ``node`` is configured with in the running profile."""
+    env = env if env is not None else (cluster_env() or {})
+    if profile(env) == "site":
+        return _SITE_GPUS.get(node, 8)  # node05+: untyped gpu:8, as node01
+    return int(env.get("COCKPIT_TEST_GPUS_PER_NODE", "8"))
+
+
+def partition_nodes(name: str, env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The nodes of partition ``name`` (not gpu: that is every node) in the running profile."""
+    return _PARTITION_NODES[profile(env)][name]
+
+
+# Found by the site profile on Slurm 22.05 (recorded: tests/data/slurm-22.05/site-untyped-gres-used.txt):
+# an untyped GPU's use is printed without indexes (GresUsed=gpu:2), so the CLI backend's node
+# says 2 in use but not which; pyslurm takes the indexes from the running jobs. Not joined yet.
+UNTYPED_USE_WITHOUT_INDEXES = ("Slurm 22.05 prints an untyped GPU's use without indexes (GresUsed=gpu:2): "
+                               "the CLI backend's node knows 2 are in use, not which; not yet joined from the jobs")
+
+
+def require_profile(name: str, why: str) -> None:
+    """Skip the calling test where the running cluster is not profile ``name``, saying why."""
+    if profile() != name:
+        pytest.skip(f"needs the {name} test-cluster profile, this one is {profile()}: {why}")
+
+
 def cancel(job_id: str | int, wait: bool = True) -> None:
     """Cancel a job (ignoring "already finished") and, by default, wait until it left RUNNING.
 

@@ -1,7 +1,7 @@
 """The pyslurm backend against the real Slurm test cluster (tests/cluster/up).
 
 The CLI backend's acceptance checks (tests/backends/test_slurm_cli_cluster.py)
-run here unchanged on pyslurm: the 2-node gpu:h100:2 job with its GPU indexes
+run here unchanged on pyslurm: the 2-node 2-GPU job with its GPU indexes
 per node, the drained node's reason, user and time, pending/held/requeued jobs,
 the topology, the partitions. Then what only pyslurm has: ``--backend auto``
 and doctor, a field-by-field comparison with the CLI backend's snapshot JSON,
@@ -88,12 +88,35 @@ def cockpit(cluster, *args, env=None, timeout=120):
                           env=full, timeout=timeout, cwd=ROOT)
 
 
-async def test_calls_run_in_the_worker_process(backend):
+_WORKER_CHECK = """
+import asyncio, os, sys
+from pathlib import Path
+from cockpit.backends.pyslurm_backend import PyslurmBackend, probe
+from cockpit.backends.pyslurm_worker import PyslurmWorker
+from cockpit.backends.slurm_cli import SlurmCliBackend
+from cockpit.runner import LocalRunner
+
+async def main():
+    env = {"SLURM_CONF": os.environ["SLURM_CONF"]}
+    cli = SlurmCliBackend(LocalRunner(env=dict(os.environ)), timeout=20)
+    backend = PyslurmBackend(cli=cli, probed=await probe(cli, worker=PyslurmWorker(env=env)))
     await backend.fetch_jobs()
     pid = backend.worker.pid
-    assert pid and pid != os.getpid()
-    assert "libslurm" in Path(f"/proc/{pid}/maps").read_text()
-    assert "pyslurm" not in sys.modules
+    print(pid != os.getpid(), "libslurm" in Path(f"/proc/{pid}/maps").read_text(), "pyslurm" in sys.modules)
+    await backend.close()
+
+asyncio.run(main())
+"""
+
+
+def test_calls_run_in_the_worker_process(cluster):
+    """In a process of its own: another test of this session may have imported pyslurm here."""
+    require_pyslurm(cluster)
+    proc = subprocess.run([sys.executable, "-c", _WORKER_CHECK], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, SLURM_CONF=cluster["SLURM_CONF"]), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    other_pid, libslurm_there, pyslurm_here = proc.stdout.split()
+    assert (other_pid, libslurm_there, pyslurm_here) == ("True", "True", "False")
 
 
 def test_auto_picks_pyslurm_and_doctor_says_why(cluster):
@@ -147,11 +170,24 @@ def _stable_cli_and_pyslurm(cluster, tag: str):
     raise AssertionError("the cluster never held still for three snapshots")
 
 
+def _only_untyped_indexes_differ(py_nodes: list[dict], cli_nodes: list[dict]) -> bool:
+    """Whether the two node lists are the same but for untyped GPU groups whose indexes the CLI
+    could not read (empty there, the same count in use)."""
+    def blank(nodes, cli):
+        out = []
+        for n in nodes:
+            gpus = [dict(g, alloc_indexes=None) if g["type"] is None and (cli and not g["alloc_indexes"] or not cli)
+                    else g for g in n["gpus"]]
+            out.append(dict(n, gpus=gpus))
+        return out
+    return blank(py_nodes, False) == blank(cli_nodes, True)
+
+
 def test_snapshot_json_matches_the_cli_backend_field_by_field(cluster):
     require_pyslurm(cluster)
     tag = f"cockpit-cmp-{uuid.uuid4().hex[:6]}"
     jobs = [
-        clusterlib.submit("sleep 300", nodes=2, gres="gpu:h100:2", job_name=f"{tag}-gpu2"),
+        clusterlib.submit("sleep 300", nodes=2, gres=clusterlib.gpu_gres(2), job_name=f"{tag}-gpu2"),
         clusterlib.submit("sleep 60", job_name=f"{tag}-held", hold=True),
         clusterlib.submit("sleep 60", job_name=f"{tag}-later", begin="now+1hour", time=30),
         clusterlib.submit("sleep 300", job_name=f"{tag}-arr", array="0-3%1", output="/tmp/%x-%A_%a.out"),
@@ -165,6 +201,8 @@ def test_snapshot_json_matches_the_cli_backend_field_by_field(cluster):
         assert py["source"].startswith("pyslurm ") and cli["source"].startswith("slurm-cli")
         for field in ("schema_version", "simulated", "slurm_version", "partitions", "topology"):
             assert py[field] == cli[field], field
+        if py["nodes"] != cli["nodes"] and _only_untyped_indexes_differ(py["nodes"], cli["nodes"]):
+            pytest.xfail(clusterlib.UNTYPED_USE_WITHOUT_INDEXES)
         assert py["nodes"] == cli["nodes"]
         mine = {j["job_id"]: j for j in cli["jobs"] if j["job_id"] in ours}
         theirs = {j["job_id"]: j for j in py["jobs"] if j["job_id"] in ours}

@@ -43,7 +43,10 @@ async def test_version_matches_installed_slurm(backend, cluster):
 
 
 async def test_two_node_gpu_job_has_nodes_and_indexes(backend):
-    job_id = clusterlib.submit("sleep 120", nodes=2, gres="gpu:h100:2", partition="gpu", job_name="cockpit-t-gpu2")
+    # Site profile: on the nodes with whole GPUs of one kind (node01 untyped 8, node04 h100:4).
+    where = {"nodelist": "node01,node04"} if clusterlib.profile() == "site" else {}
+    job_id = clusterlib.submit("sleep 120", nodes=2, gres=clusterlib.gpu_gres(2), partition="gpu",
+                               job_name="cockpit-t-gpu2", **where)
     try:
         job = await _job(backend, job_id, lambda j: j.state == "RUNNING" and j.gpus)
         assert job.name == "cockpit-t-gpu2"
@@ -51,13 +54,17 @@ async def test_two_node_gpu_job_has_nodes_and_indexes(backend):
         per_node = {g.node: g for g in job.gpus}
         assert set(per_node) == set(job.nodes)
         for g in per_node.values():
-            assert g.count == 2 and len(g.indexes) == 2 and g.type == "h100"
+            assert g.count == 2 and len(g.indexes) == 2
+            assert g.type == clusterlib.gpu_type() or clusterlib.profile() == "site"
         # The nodes see the same GPUs as allocated.
         nodes = {n.name: n for n in await backend.fetch_nodes()}
         for name, g in per_node.items():
             held = {i for grp in nodes[name].gpus for i in grp.alloc_indexes}
+            if not held and g.type is None and getattr(backend, "name", "") == "slurm-cli":
+                assert sum(grp.used or 0 for grp in nodes[name].gpus) == 2  # the count, at least
+                pytest.xfail(clusterlib.UNTYPED_USE_WITHOUT_INDEXES)
             assert set(g.indexes) <= held
-            assert nodes[name].gpu_total == 8
+            assert nodes[name].gpu_total == clusterlib.gpus_of(name)
     finally:
         clusterlib.cancel(job_id)
 
@@ -107,7 +114,7 @@ async def test_topology_leafs(backend):
 async def test_partitions(backend):
     parts = {p.name: p for p in await backend.fetch_partitions()}
     assert parts["gpu"].is_default and len(parts["gpu"].nodes) == 4
-    assert parts["debug"].nodes == ("node01", "node02")
+    assert parts["debug"].nodes == clusterlib.partition_nodes("debug")
 
 
 async def test_snapshot_is_complete(backend):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterlib import parse_scontrol, run, wait_for
+from clusterlib import gpu_gres, parse_scontrol, run, wait_for
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,13 +189,12 @@ def test_utilization_gpu_hours_match_a_hand_computation(acct, tmp_path):
     name = acct["COCKPIT_TEST_CLUSTER_NAME"]
     run(["sacctmgr", "-i", "add", "account", account, f"cluster={name}"])
     run(["sacctmgr", "-i", "add", "user", "root", f"account={account}", f"cluster={name}"])
-    gpu = acct["COCKPIT_TEST_GPU_TYPE"]
     try:
         wait_for(lambda: account in run(["scontrol", "show", "assoc_mgr", "flags=assoc", f"accounts={account}"],
                                         check=False).stdout, timeout=30)
         jobs = [sbatch(f"cockpit-acct-util-{i}", f"sleep {s}", "-A", account, *opts) for i, (s, opts) in enumerate([
-            (3, ["--gres", f"gpu:{gpu}:2"]),                   # 2 GPUs
-            (2, ["-N", "2", "--gres", f"gpu:{gpu}:3"]),        # 2 nodes x 3 GPUs = 6
+            (3, ["--gres", gpu_gres(2, acct)]),                # 2 GPUs
+            (2, ["-N", "2", "--gres", gpu_gres(3, acct)]),     # 2 nodes x 3 GPUs = 6
             (2, []),                                           # no GPU: counts nothing
         ])]
         for job in jobs:

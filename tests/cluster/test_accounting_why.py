@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterlib import run, wait_for
+from clusterlib import gpu_gres, run, wait_for
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,13 +62,13 @@ def why(tmp_path, job: str, *more: str) -> dict:
 
 
 def test_a_job_held_by_the_qos_gpu_limit_explains_it_with_usage(acct, tmp_path):
-    qos, limit, gpu = acct["COCKPIT_TEST_QOS_GPU"], int(acct["COCKPIT_TEST_QOS_GPU_LIMIT"]), acct["COCKPIT_TEST_GPU_TYPE"]
+    qos, limit = acct["COCKPIT_TEST_QOS_GPU"], int(acct["COCKPIT_TEST_QOS_GPU_LIMIT"])
     tag = uuid.uuid4().hex[:6]
-    hold = sbatch(f"cockpit-why-qos-run-{tag}", f"--qos={qos}", "-N1", f"--gres=gpu:{gpu}:{limit}")
+    hold = sbatch(f"cockpit-why-qos-run-{tag}", f"--qos={qos}", "-N1", f"--gres={gpu_gres(limit, acct)}")
     wait = None
     try:
         wait_for(lambda: reason_of(hold).startswith("RUNNING"), timeout=60)
-        wait = sbatch(f"cockpit-why-qos-wait-{tag}", f"--qos={qos}", "-N1", f"--gres=gpu:{gpu}:4")
+        wait = sbatch(f"cockpit-why-qos-wait-{tag}", f"--qos={qos}", "-N1", f"--gres={gpu_gres(4, acct)}")
         wait_reason(wait, "QOSMaxGRESPerUser")
         doc = why(tmp_path, wait)
         text = cockpit(tmp_path, "job", "why", wait).stdout

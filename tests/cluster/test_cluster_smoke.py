@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from clusterlib import cancel, run, scontrol_show, ssh_argv, submit, wait_for
+from clusterlib import cancel, gpu_gres, profile, run, scontrol_show, ssh_argv, submit, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -23,12 +23,14 @@ def test_typed_gres_sets_cuda_visible_devices(cluster):
 
 
 def test_running_job_shows_gpu_indexes(cluster):
-    job = submit("sleep 120", job_name="smoke-gres-detail", nodes=2,
-                 gres=f"gpu:{cluster['COCKPIT_TEST_GPU_TYPE']}:2")
+    # Site profile: node01 (untyped) and node04 (h100), the nodes with whole GPUs of one kind.
+    where = {"nodelist": "node01,node04"} if profile(cluster) == "site" else {}
+    job = submit("sleep 120", job_name="smoke-gres-detail", nodes=2, gres=gpu_gres(2, cluster), **where)
     try:
         wait_for(lambda: scontrol_show("job", job)["JobState"] == "RUNNING", timeout=30)
         detail = run(["scontrol", "-d", "show", "job", job]).stdout
-        assert re.search(r"GRES=gpu:\w+:2\(IDX:0-1\)", detail), detail
+        # typed "gpu:h100:2(IDX:0-1)"; untyped "gpu:2(...)" or, as 24.05 prints it, "gpu:(null):2(...)"
+        assert re.search(r"GRES=gpu:(?:[\w.()]+:)?2\(IDX:0-1\)", detail), detail
     finally:
         cancel(job)
 
@@ -40,9 +42,10 @@ def test_topology_has_two_leaves_under_a_spine(cluster):
 
 
 def test_partitions_and_gpus(cluster):
-    assert scontrol_show("partition", "debug")["Nodes"] == "node[01-02]"
-    node = scontrol_show("node", "node03")
-    assert node["Gres"] == f"gpu:{cluster['COCKPIT_TEST_GPU_TYPE']}:8"
+    site = profile(cluster) == "site"
+    assert scontrol_show("partition", "debug")["Nodes"] == ("node[01-03]" if site else "node[01-02]")
+    node = scontrol_show("node", "node03")  # the site profile's CPU-only node
+    assert node["Gres"] == ("(null)" if site else f"gpu:{cluster['COCKPIT_TEST_GPU_TYPE']}:8")
     assert node["NodeAddr"] == f"{cluster['COCKPIT_TEST_NODE_NET']}.3"
 
 

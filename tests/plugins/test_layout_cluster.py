@@ -52,6 +52,12 @@ async def check(ctx, *argv: str):
     return await chk.run(ctx, p.parse_args(list(argv)))
 
 
+@pytest.fixture(autouse=True)
+def _default_profile():
+    clusterlib.require_profile("default", "these layouts are 2 x 8 h100 GPUs on the default profile's "
+                               "NVLink stand-in; the site profile has one h100 node with 4")
+
+
 def start(jobs, **opts) -> str:
     job_id = clusterlib.submit("sleep 300", job_name=NAME, **opts)
     jobs.append(job_id)

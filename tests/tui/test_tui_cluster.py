@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterlib import cancel, submit
+from clusterlib import cancel, gpu_gres, submit
 from cockpit.cli import build_parser
 from cockpit.core.session import open_session
 from cockpit.tui.app import CockpitApp
@@ -90,7 +90,7 @@ def _standin(tmp_path: Path) -> Path:
 
 async def test_gpu_view_shows_standin_telemetry_joined_to_a_real_job(cluster, tmp_path, monkeypatch):
     cfg = _config(tmp_path, cluster, telemetry=True, standin=_standin(tmp_path))
-    job = submit("sleep 120", job_name="cockpit-tui-telemetry", nodelist="node01", gres="gpu:h100:1", partition="gpu")
+    job = submit("sleep 120", job_name="cockpit-tui-telemetry", nodelist="node01", gres=gpu_gres(1), partition="gpu")
     session = await _session(cfg, monkeypatch)
     try:
         app = CockpitApp(session.backend, session.config, read_only=session.read_only)
