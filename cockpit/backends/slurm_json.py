@@ -265,7 +265,8 @@ def _alloc_gpus(
         for item in gpu_items(entry, source):
             idx = item.indexes or ()
             count = item.count if item.count is not None else len(idx)
-            out.append(JobGpus(node=node, type=item.type, count=count, indexes=idx))
+            if count or idx:  # "gpu:1g.10gb:0(IDX:)": a type of the node the job holds none of
+                out.append(JobGpus(node=node, type=item.type, count=count, indexes=idx))
     return tuple(out)
 
 

@@ -167,7 +167,8 @@ def _job_detail(rec: list[list[tuple[str, str]]], source: str) -> tuple[int, tup
             for it in items:
                 idx = it.indexes or ()
                 count = it.count if it.count is not None else len(idx)
-                out.append(JobGpus(node=node, type=it.type, count=count, indexes=idx))
+                if count or idx:  # "gpu:1g.10gb:0(IDX:)": a type of the node the job holds none of
+                    out.append(JobGpus(node=node, type=it.type, count=count, indexes=idx))
     return int(raw_id), tuple(out)
 
 
