@@ -194,13 +194,6 @@ def partition_nodes(name: str, env: Mapping[str, str] | None = None) -> tuple[st
     return _PARTITION_NODES[profile(env)][name]
 
 
-# Found by the site profile on Slurm 22.05 (recorded: tests/data/slurm-22.05/site-untyped-gres-used.txt):
-# an untyped GPU's use is printed without indexes (GresUsed=gpu:2), so the CLI backend's node
-# says 2 in use but not which; pyslurm takes the indexes from the running jobs. Not joined yet.
-UNTYPED_USE_WITHOUT_INDEXES = ("Slurm 22.05 prints an untyped GPU's use without indexes (GresUsed=gpu:2): "
-                               "the CLI backend's node knows 2 are in use, not which; not yet joined from the jobs")
-
-
 def require_profile(name: str, why: str) -> None:
     """Skip the calling test where the running cluster is not profile ``name``, saying why."""
     if profile() != name:

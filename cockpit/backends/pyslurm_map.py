@@ -28,6 +28,7 @@ from typing import Any
 from cockpit.backends.slurm_json import job_state
 from cockpit.backends.slurm_json_common import Unknowns
 from cockpit.backends.slurm_json_gres import SHARING, parse_index_list
+from cockpit.backends.slurm_json_nodes import GpuUse
 from cockpit.backends.slurm_json_nodes import node_state
 from cockpit.errors import ParseError
 from cockpit.hostlist import expand
@@ -45,7 +46,6 @@ _JOB_STATE_WORDS = {
 _HELD_STATES = frozenset({"REQUEUE_HOLD", "RESV_DEL_HOLD"})
 _HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 
-GpuUse = dict[str | None, set[int]]  # GPU type -> indexes in use
 
 
 def major_minor(version: str) -> str:
@@ -197,17 +197,6 @@ def is_held(raw_state: str, state: str, reason: str, priority: int | None) -> bo
     if raw_state in _HELD_STATES or reason in _HELD_REASONS:
         return True
     return state == "PENDING" and priority == 0
-
-
-def gpu_use_by_node(jobs: Iterable[Job]) -> dict[str, GpuUse]:
-    """node -> GPU type -> indexes held by running jobs."""
-    use: dict[str, GpuUse] = {}
-    for job in jobs:
-        if job.state not in ("RUNNING", "SUSPENDED", "COMPLETING"):
-            continue
-        for g in job.gpus:
-            use.setdefault(g.node, {}).setdefault(g.type, set()).update(g.indexes)
-    return use
 
 
 def node_from_pyslurm(n: Any, gpu_use: GpuUse | None = None, warnings: list[str] | None = None,

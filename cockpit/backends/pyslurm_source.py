@@ -29,11 +29,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from cockpit.backends.pyslurm_compat import Adapter, PyslurmFailure, adapter_for, classify
-from cockpit.backends.pyslurm_map import (
-    SOURCE, gpu_use_by_node, job_from_pyslurm, major_minor, node_from_pyslurm, partition_from_pyslurm,
-)
+from cockpit.backends.pyslurm_map import SOURCE, job_from_pyslurm, major_minor, node_from_pyslurm, partition_from_pyslurm
 from cockpit.backends.slurm_delta import CHUNK, Delta, _digest
 from cockpit.backends.slurm_json_common import RECORD_ERRORS, why_unread
+from cockpit.backends.slurm_json_nodes import gpu_use_by_node
 from cockpit.errors import ParseError
 from cockpit.models import Job, Node
 from cockpit.models.unread import unread

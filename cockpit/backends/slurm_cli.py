@@ -39,6 +39,7 @@ from cockpit.backends.base import Capabilities
 from cockpit.runner import CommandResult
 from cockpit.backends.slurm_delta import store_for
 from cockpit.backends.slurm_json_common import slurm_errors
+from cockpit.backends.slurm_json_nodes import join_gpu_use
 from cockpit.backends.parseproc import ParseWorker, WorkerFailed
 from cockpit.errors import BackendError, CommandFailed, ParseError
 from cockpit.models import ClusterSnapshot, Job, Node, Partition, Topology
@@ -523,6 +524,7 @@ class SlurmCliBackend:
                 value = empty
             out.append(value)
         version, nodes, partitions, jobs, topology = out
+        nodes = join_gpu_use(nodes, jobs)  # untyped GPUs in use: which ones, from the jobs (22.05)
         if isinstance(parts[1], BaseException) and isinstance(parts[3], BaseException):
             # Neither nodes nor jobs: there is nothing to show. Name the first cause.
             # squeue/sinfo --json only say "Unspecified error"; scontrol names the cause.

@@ -16,6 +16,7 @@ Shapes:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,9 @@ from cockpit.backends.slurm_json_common import (
 )
 from cockpit.backends.slurm_json_gres import GresItem, gpu_items, sharing_items, tres_gpus
 from cockpit.errors import ParseError
-from cockpit.models.cluster import NODE_BASE_STATES, NODE_FLAGS, GpuGroup, Node, Partition, SharedGres, mig_profile
+from cockpit.models.cluster import (
+    NODE_BASE_STATES, NODE_FLAGS, GpuGroup, Job, Node, Partition, SharedGres, mig_profile, record_replace,
+)
 
 # Slurm words that differ from ours (data_parser flag names, sinfo short forms).
 _ALIASES = {
@@ -84,6 +87,49 @@ def node_state(value: Any, extra_flags: Any, source: str,
         base = "unknown"
     flags.discard(base)
     return base, frozenset(flags)
+
+
+GpuUse = dict[str | None, set[int]]  # GPU type -> indexes in use
+
+
+def gpu_use_by_node(jobs: Iterable[Job]) -> dict[str, GpuUse]:
+    """node -> GPU type -> indexes held by running jobs."""
+    use: dict[str, GpuUse] = {}
+    for job in jobs:
+        if job.state not in ("RUNNING", "SUSPENDED", "COMPLETING"):
+            continue
+        for g in job.gpus:
+            use.setdefault(g.node, {}).setdefault(g.type, set()).update(g.indexes)
+    return use
+
+
+def join_gpu_use(nodes: Sequence[Node], jobs: Iterable[Job]) -> Sequence[Node]:
+    """Nodes whose record counts GPUs in use without saying which get the indexes from the jobs.
+
+    Slurm 22.05 prints an untyped GPU's use as ``GresUsed=gpu:2`` (recorded:
+    tests/data/slurm-22.05/site-untyped-gres-used.txt); the running jobs' allocations name the
+    indexes (``gpu:(null):2(IDX:0-1)``), as pyslurm's nodes take them. Only where the jobs hold as
+    many as the node counts: a job that ended between the two reads leaves the count alone.
+    """
+    need = {n.name for n in nodes if any(g.used and not g.alloc_indexes for g in n.gpus)}
+    if not need:
+        return nodes
+    use = gpu_use_by_node(j for j in jobs if any(g.node in need for g in j.gpus))
+    out = []
+    for n in nodes:
+        held = use.get(n.name) if n.name in need else None
+        if held:
+            groups = []
+            for g in n.gpus:
+                idx = held.get(g.type)
+                if idx is None and len(n.gpus) == 1:
+                    idx = set().union(*held.values())  # untyped config, typed job allocation (or vice versa)
+                if g.used and not g.alloc_indexes and idx and len(idx) == g.used:
+                    g = record_replace(g, alloc_indexes=tuple(sorted(idx)), used=None)
+                groups.append(g)
+            n = record_replace(n, gpus=tuple(groups))
+        out.append(n)
+    return tuple(out)
 
 
 def gpu_groups(gres: str, gres_used: str, source: str, tres: str = "") -> tuple[GpuGroup, ...]:

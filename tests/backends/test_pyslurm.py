@@ -21,6 +21,7 @@ from cockpit.backends import pyslurm_map as pm
 from cockpit.backends.pyslurm_exec import PyslurmExecutor
 from cockpit.backends.pyslurm_source import CHECK_EVERY, Source
 from cockpit.backends.pyslurm_worker import Failed, ThreadWorker
+from cockpit.backends.slurm_json_nodes import gpu_use_by_node
 from cockpit.core.actions import build_custom_plan, build_plan
 from cockpit.models import Job, Node
 from cockpit.models.actions import Params, TargetResult
@@ -197,7 +198,7 @@ def test_het_leader_offset_zero_survives_u32_parse():
 
 def test_node_maps_state_reason_and_gpu_indexes_from_jobs():
     job = pm.job_from_pyslurm(stand_in_job(), LAYOUT)
-    use = pm.gpu_use_by_node([job])
+    use = gpu_use_by_node([job])
     node = pm.node_from_pyslurm(stand_in_node(), use.get("node01"))
     assert node.state == "mixed" and "drain" in node.flags and node.display_state == "draining"
     assert (node.reason, node.reason_user, node.reason_time) == ("Xid 79", "root", 1_760_000_100)

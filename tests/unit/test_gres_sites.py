@@ -107,3 +107,41 @@ def test_untyped_gpus_in_use_without_indexes_as_slurm_2205_prints_them():
     fields = dict(w.split("=", 1) for line in text.splitlines() if not line.startswith("#") for w in line.split())
     (group,) = gpu_groups(fields["Gres"], fields["GresUsed"], "node01")
     assert (group.type, group.count, group.alloc_indexes, group.used) == (None, 8, (), 2)
+
+
+def test_the_jobs_say_which_untyped_gpus_a_node_counts_in_use():
+    """The recorded node (GresUsed=gpu:2, no indexes) beside the job that held two of its GPUs:
+    the snapshot names them, as pyslurm's node does; a job list that disagrees with the count
+    (one ended between the reads) leaves the count alone; a typed node is not touched."""
+    from cockpit.backends.slurm_json_nodes import join_gpu_use
+    from cockpit.models import Job, JobGpus, Node
+
+    text = (Path(__file__).resolve().parents[1] / "data/slurm-22.05/site-untyped-gres-used.txt").read_text()
+    fields = dict(w.split("=", 1) for line in text.splitlines() if not line.startswith("#") for w in line.split())
+    node = Node("node01", "mixed", gpus=gpu_groups(fields["Gres"], fields["GresUsed"], "node01"))
+    typed = Node("node04", "mixed", gpus=gpu_groups("gpu:h100:4", "gpu:h100:1(IDX:3)", "node04"))
+    job = Job(7, state="RUNNING", nodes=("node01", "node04"),
+              gpus=(JobGpus("node01", None, 2, (0, 1)), JobGpus("node04", "h100", 1, (3,))))
+    joined, same_typed = join_gpu_use((node, typed), [job])
+    assert joined.gpus == (GpuGroup(type=None, count=8, alloc_indexes=(0, 1)),) and joined.gpu_alloc == 2
+    assert same_typed is typed
+    one = Job(8, state="RUNNING", nodes=("node01",), gpus=(JobGpus("node01", None, 1, (5,)),))
+    (kept,) = join_gpu_use((node,), [one])
+    assert kept.gpus == node.gpus and kept.gpu_alloc == 2
+    assert join_gpu_use((typed,), [job]) == (typed,)
+
+
+def test_a_type_the_job_holds_none_of_is_no_gpu_of_the_job():
+    """Recorded on the site profile (tests/data/slurm-22.05/site-job-two-gpu-types.txt): node02
+    lists ``gpu:1g.10gb:0(IDX:)`` beside the two a100 the job got. Read from squeue's
+    gres_detail and from scontrol -d text alike: two GPUs on each node, no 0-GPU entry."""
+    from cockpit.backends.slurm_json import _alloc_gpus
+    from cockpit.backends.slurm_text import gres_from_scontrol_detail
+    from cockpit.models import JobGpus
+
+    text = (Path(__file__).resolve().parents[1] / "data/slurm-22.05/site-job-two-gpu-types.txt").read_text()
+    detail = json.loads("{" + text[text.index('"gres_detail"'):].rstrip().rstrip(",") + "}")["gres_detail"]
+    want = (JobGpus("node01", None, 2, (0, 1)), JobGpus("node02", "a100", 2, (0, 1)))
+    assert _alloc_gpus(detail, ("node01", "node02"), 7, "squeue", None) == want
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("Nodes=")]
+    assert gres_from_scontrol_detail("JobId=7 JobName=x\n   " + "\n   ".join(lines)).jobs[7] == want
