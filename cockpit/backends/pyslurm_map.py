@@ -28,8 +28,7 @@ from typing import Any
 from cockpit.backends.slurm_json import job_state
 from cockpit.backends.slurm_json_common import Unknowns
 from cockpit.backends.slurm_json_gres import SHARING, parse_index_list
-from cockpit.backends.slurm_json_nodes import GpuUse
-from cockpit.backends.slurm_json_nodes import node_state
+from cockpit.backends.slurm_json_nodes import GpuUse, node_state
 from cockpit.errors import ParseError
 from cockpit.hostlist import expand
 from cockpit.models import GpuGroup, Job, JobGpus, Node, Partition, SharedGres
@@ -45,7 +44,6 @@ _JOB_STATE_WORDS = {
 }
 _HELD_STATES = frozenset({"REQUEUE_HOLD", "RESV_DEL_HOLD"})
 _HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
-
 
 
 def major_minor(version: str) -> str:
