@@ -21,6 +21,7 @@ Per refresh, with 100k jobs of which 1% changed:
 from __future__ import annotations
 
 import heapq
+from array import array
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from itertools import compress, islice
@@ -28,6 +29,7 @@ from operator import is_not
 from typing import Any
 
 from cockpit.core.filtering import natural_key
+from cockpit.heap import BIG, built_outside_gc
 from cockpit.tui.columns import data_widths, grow_widths
 from cockpit.tui.rows import Positions, Row, TableData
 
@@ -68,7 +70,12 @@ class LiveTable:
 
     # -- updating -----------------------------------------------------------
     def update(self, objects: Sequence[Any]) -> TableData:
-        """Take the current objects and return what the table shows."""
+        """Take the current objects and return what the table shows (its lists
+        of every key and its order built out of the cyclic GC's walks: cockpit.heap)."""
+        with built_outside_gc(len(objects)):
+            return self._update(objects)
+
+    def _update(self, objects: Sequence[Any]) -> TableData:
         changed, removed = self._diff(objects)
         if self._stale_order or len(changed) + len(removed) > FULL_REBUILD * max(len(self._rows), 1):
             self._apply_rows(changed, removed)
@@ -196,13 +203,26 @@ class LiveTable:
         self._shared = True
         if self._field is not None:
             present = self._present[::-1] if self._reverse else self._present
-            order = tuple(present + self._missing)
+            order = _packed(present + self._missing)
         else:
             keys = list(rows) if self._pred is None else list(filter(self._kept.__contains__, rows))
             if self._reverse:
                 keys.reverse()
-            order = tuple(keys)
+            order = _packed(keys)
         return TableData(rows, order, Positions(order), len(rows), tuple(self._widths))
+
+
+def _packed(keys: list[Any]) -> Sequence[Any]:
+    """The order as the table keeps it: a long order of int keys (job ids) as an
+    ``array('q')``, 8 bytes a key and nothing the cyclic GC walks (a 500k-key tuple
+    was walked by every young collection until frozen, and by every thaw: three
+    passes over half a million objects); other keys (node names) as a tuple."""
+    if len(keys) >= BIG:
+        try:
+            return array("q", keys)
+        except (TypeError, OverflowError):
+            pass
+    return tuple(keys)
 
 
 def _chunked_sort(items: list[tuple]) -> list[tuple]:

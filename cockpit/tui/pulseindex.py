@@ -26,6 +26,7 @@ from operator import attrgetter, is_not
 from typing import Any
 
 from cockpit.models import Job
+from cockpit.heap import built_outside_gc
 
 _ID = attrgetter("job_id")
 
@@ -71,7 +72,12 @@ class JobIndex:
     # -- taking a snapshot ----------------------------------------------------
     def update(self, jobs: Sequence[Job]) -> tuple[list[tuple[Job | None, Job]], list[Job]]:
         """Take the jobs of a snapshot. Returns (the changed and new jobs as (old or
-        None, new), in the snapshot's order; the jobs that left, in the old order)."""
+        None, new), in the snapshot's order; the jobs that left, in the old order).
+        Its lists of every job are built out of the cyclic GC's walks (cockpit.heap)."""
+        with built_outside_gc(len(jobs)):
+            return self._update(jobs)
+
+    def _update(self, jobs: Sequence[Job]) -> tuple[list[tuple[Job | None, Job]], list[Job]]:
         objs = self.jobs
         keys = list(map(_ID, jobs))
         olds = list(map(objs.get, keys))

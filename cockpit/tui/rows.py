@@ -309,7 +309,7 @@ class Positions(Mapping):
 
     __slots__ = ("order", "_map", "_last", "_scans")
 
-    def __init__(self, order: tuple[Any, ...]) -> None:
+    def __init__(self, order: Sequence[Any]) -> None:
         self.order, self._map, self._last, self._scans = order, None, (None, -1), 0
 
     def _mapping(self) -> dict[Any, int] | None:
@@ -352,7 +352,7 @@ class TableData:
     """What a table shows: rows by key, the filtered+sorted order, and each key's position."""
 
     rows: Mapping[Any, Row]
-    order: tuple[Any, ...]
+    order: Sequence[Any]  # a tuple, or an array("q") of int keys (livetable._packed)
     index: Mapping[Any, int]
     total: int = 0  # rows before filtering
     widths: tuple[int, ...] = ()  # per column, the widest cell (terminal cells) of every row
