@@ -447,6 +447,7 @@ def _full_gc_ms() -> float:
     (settle_heap when its thaw is due), forced now."""
     from cockpit.core import poller
 
+    poller.reset_heap_settling()  # nobody at the keys: the thaw is not deferred
     poller._next_thaw = 0.0
     t = time.perf_counter()
     poller.settle_heap()

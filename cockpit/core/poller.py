@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -122,12 +123,16 @@ def settle_heap() -> None:
     5 minutes), but not more often than every THAW_EVERY_MIN seconds (small
     clusters: once a minute) and not less often than every THAW_EVERY_MAX. The
     30-minute soak (bench/bench_soak.py) grew 88 MB/hour with an hourly thaw.
+
+    A thaw holds the UI thread (0.4 s at 500k jobs): a due one waits for a quiet
+    moment, THAW_QUIET seconds after the last key or mouse event (note_input), but
+    not longer than THAW_DEFER_MAX past its time.
     """
     global _next_thaw
     if gc.get_threshold()[0] != YOUNG_THRESHOLD:
         gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     now = time.monotonic()
-    if now >= _next_thaw:
+    if now >= _next_thaw and (now - _last_input >= THAW_QUIET or now >= _next_thaw + THAW_DEFER_MAX):
         start = time.perf_counter()
         gc.unfreeze()
         gc.collect()
@@ -149,13 +154,24 @@ YOUNG_THRESHOLD = 20_000
 THAW_SHARE = 0.001  # of the time a thaw and full collection may take
 THAW_EVERY_MIN = 60.0  # seconds: the soonest next thaw
 THAW_EVERY_MAX = 3600.0  # seconds: the latest
+THAW_QUIET = 3.0  # seconds without input before a due thaw runs
+THAW_DEFER_MAX = 300.0  # seconds: the longest a due thaw waits for a quiet moment
 _next_thaw = time.monotonic() + THAW_EVERY_MIN
+_last_input = -math.inf
+
+
+def note_input() -> None:
+    """Someone pressed a key or moved the mouse: a due thaw waits (settle_heap)."""
+    global _last_input
+    _last_input = time.monotonic()
 
 
 def reset_heap_settling() -> None:
-    """Start settle_heap's schedule afresh (after a thaw done elsewhere: the tests')."""
-    global _next_thaw
+    """Start settle_heap's schedule afresh (after a thaw done elsewhere: the tests'),
+    as if nobody had pressed a key."""
+    global _next_thaw, _last_input
     _next_thaw = time.monotonic() + THAW_EVERY_MIN
+    _last_input = -math.inf
 
 
 class Poller:

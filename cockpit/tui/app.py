@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.app import App
 from textual.content import Content
 from textual.binding import Binding, BindingsMap
@@ -34,7 +35,7 @@ from textual.screen import ModalScreen
 
 from cockpit.config import Config
 from cockpit.core.actions import Actions
-from cockpit.core.poller import Poller, PollStatus
+from cockpit.core.poller import Poller, PollStatus, note_input
 from cockpit.models import ClusterSnapshot
 from cockpit.text import clean
 from cockpit.tui.acting import ActionFlows
@@ -221,6 +222,11 @@ class CockpitApp(App):
         return self.fleet.current.gate_description
 
     # -- lifecycle -------------------------------------------------------
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent):
+            note_input()  # someone is at the keys: the poller's thaw waits (settle_heap)
+        await super().on_event(event)
+
     def on_mount(self) -> None:
         self.push_screen(self.main)
         for warning in self.plugins.warnings:

@@ -307,3 +307,22 @@ async def test_a_bad_state_in_the_filter_is_refused_naming_it(size):
         await wait_for_text(pilot, "state:bogus: not a Slurm state")
         await settle(pilot, app)
         assert set(table.data.order) == pending
+
+
+async def test_a_key_defers_the_pollers_due_thaw(monkeypatch):
+    """A thaw (a full collection of the whole heap) holds the UI thread; one that is due
+    while someone is pressing keys waits for a quiet moment (cockpit.core.poller.settle_heap)."""
+    from cockpit.core import poller
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        poller.reset_heap_settling()  # nobody at the keys yet
+        monkeypatch.setattr(poller, "_next_thaw", 0.0)  # a thaw is due
+        await pilot.press("2")
+        assert poller.time.monotonic() - poller._last_input < poller.THAW_QUIET
+        poller.settle_heap()
+        assert poller._next_thaw == 0.0, "the due thaw waited: it did not run and reschedule"
+        monkeypatch.setattr(poller, "_last_input", -poller.math.inf)  # quiet again
+        poller.settle_heap()
+        assert poller._next_thaw > 0.0, "with nobody at the keys the due thaw runs"

@@ -40,6 +40,7 @@ def test_frozen_cyclic_garbage_is_freed_at_the_next_thaw_and_the_next_is_schedul
     settle_heap()
     assert gone() is not None, "frozen garbage waits for the thaw"
     monkeypatch.setattr(poller, "_next_thaw", 0.0)  # the thaw is due
+    monkeypatch.setattr(poller, "_last_input", -poller.math.inf)  # and nobody is at the keys
     before = poller.time.monotonic()
     settle_heap()
     assert gone() is None, "the thaw freed the frozen garbage"
@@ -51,10 +52,41 @@ def test_a_costly_thaw_is_scheduled_further_away(monkeypatch):
     clock = iter([0.0, 0.5])  # perf_counter: this thaw "took" 0.5 s
     monkeypatch.setattr(poller.time, "perf_counter", lambda: next(clock))
     monkeypatch.setattr(poller, "_next_thaw", 0.0)
+    monkeypatch.setattr(poller, "_last_input", -poller.math.inf)
     now = poller.time.monotonic()
     settle_heap()
     # 0.5 s at THAW_SHARE 0.1 %: 500 s to the next one (not the 60 s minimum)
     assert poller._next_thaw - now >= 0.5 / poller.THAW_SHARE - 1
+
+
+def test_a_due_thaw_waits_for_a_quiet_moment_but_not_past_thaw_defer_max(monkeypatch):
+    """A thaw holds the UI thread (0.4 s at 500k jobs): while keys are being pressed a
+    due one waits, THAW_QUIET seconds after the last, and at most THAW_DEFER_MAX."""
+    now = [1000.0]
+    monkeypatch.setattr(poller.time, "monotonic", lambda: now[0])
+    thaws = []
+    real_unfreeze = gc.unfreeze
+    monkeypatch.setattr(poller.gc, "unfreeze", lambda: (thaws.append(now[0]), real_unfreeze()))
+    monkeypatch.setattr(poller, "_next_thaw", 1000.0)  # due now
+    poller.note_input()  # a key at 1000.0
+    settle_heap()
+    now[0] += poller.THAW_QUIET - 0.5  # still typing: another key
+    poller.note_input()
+    settle_heap()
+    assert thaws == [], "a due thaw waits while someone is at the keys"
+    now[0] += poller.THAW_QUIET  # quiet for THAW_QUIET seconds
+    settle_heap()
+    assert thaws == [now[0]], "and runs at the first poll of a quiet moment"
+    # someone who never stops: the thaw runs THAW_DEFER_MAX past its time all the same
+    due = poller._next_thaw
+    now[0] = due + poller.THAW_DEFER_MAX - 1
+    poller.note_input()
+    settle_heap()
+    assert len(thaws) == 1
+    now[0] = due + poller.THAW_DEFER_MAX
+    poller.note_input()
+    settle_heap()
+    assert thaws[1:] == [due + poller.THAW_DEFER_MAX]
 
 
 def test_the_young_generation_is_collected_every_young_threshold_allocations():
