@@ -318,11 +318,14 @@ async def test_a_key_defers_the_pollers_due_thaw(monkeypatch):
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot, app)
         poller.reset_heap_settling()  # nobody at the keys yet
-        monkeypatch.setattr(poller, "_next_thaw", 0.0)  # a thaw is due
+        # a thaw due now (not at 0.0: on a machine up for more than THAW_DEFER_MAX that
+        # thaw would be overdue past the deferral, and run whatever the keys)
+        due = poller.time.monotonic()
+        monkeypatch.setattr(poller, "_next_thaw", due)
         await pilot.press("2")
         assert poller.time.monotonic() - poller._last_input < poller.THAW_QUIET
         poller.settle_heap()
-        assert poller._next_thaw == 0.0, "the due thaw waited: it did not run and reschedule"
+        assert poller._next_thaw == due, "the due thaw waited: it did not run and reschedule"
         monkeypatch.setattr(poller, "_last_input", -poller.math.inf)  # quiet again
         poller.settle_heap()
-        assert poller._next_thaw > 0.0, "with nobody at the keys the due thaw runs"
+        assert poller._next_thaw > due, "with nobody at the keys the due thaw runs"
