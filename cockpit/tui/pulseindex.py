@@ -31,31 +31,54 @@ from cockpit.heap import built_outside_gc
 _ID = attrgetter("job_id")
 
 
-def _add(index: dict, key: Any, jid: int) -> None:
-    """Add ``jid`` under ``key``: one id is kept bare, more in a set (most keys have one
-    job: a set per job would cost ~200 B a job)."""
-    have = index.get(key)
-    if have is None:
-        index[key] = jid
-    elif isinstance(have, set):
-        have.add(jid)
-    else:
-        index[key] = {have, jid}
+class _Ids:
+    """Job ids by key, kept so that a full collection (settle_heap's thaw) can leave
+    it untracked and not walk it again: one id per key in ``one`` (str keys, int
+    values: a dict of plain values), more in ``many`` (a key -> a dict of ids, each
+    of plain values; few keys). A set per key, or a tuple key, kept the whole index
+    tracked: the thaw at 500k jobs walked ~300k entries of it."""
+
+    __slots__ = ("one", "many")
+
+    def __init__(self) -> None:
+        self.one: dict[str, int] = {}
+        self.many: dict[str, dict[int, None]] = {}
+
+    def add(self, key: str, jid: int) -> None:
+        bucket = self.many.get(key)
+        if bucket is not None:
+            bucket[jid] = None
+            return
+        have = self.one.pop(key, None)
+        if have is None or have == jid:
+            self.one[key] = jid
+        else:
+            self.many[key] = {have: None, jid: None}
+
+    def drop(self, key: str, jid: int) -> None:
+        bucket = self.many.get(key)
+        if bucket is not None:
+            bucket.pop(jid, None)
+            if len(bucket) == 1:
+                del self.many[key]
+                self.one[key] = next(iter(bucket))
+        elif self.one.get(key) == jid:
+            del self.one[key]
+
+    def ids(self, key: str) -> Iterable[int]:
+        bucket = self.many.get(key)
+        if bucket is not None:
+            return bucket
+        jid = self.one.get(key)
+        return () if jid is None else (jid,)
+
+    def __len__(self) -> int:
+        return len(self.one) + len(self.many)
 
 
-def _drop(index: dict, key: Any, jid: int) -> None:
-    have = index.get(key)
-    if isinstance(have, set):
-        have.discard(jid)
-        if len(have) == 1:
-            index[key] = next(iter(have))
-    elif have == jid:
-        del index[key]
-
-
-def _ids(index: Mapping, key: Any) -> Iterable[int]:
-    have = index.get(key)
-    return () if have is None else have if isinstance(have, set) else (have,)
+def _name_key(user: str, name: str) -> str:
+    """(user, name) as one str key (Slurm's names are C strings: no NUL in them)."""
+    return f"{user}\0{name}"
 
 
 class JobIndex:
@@ -64,9 +87,9 @@ class JobIndex:
     def __init__(self) -> None:
         self.jobs: dict[int, Job] = {}
         self.running: dict[int, Job] = {}
-        self.by_node: dict[str, Any] = {}  # node -> running job id(s) with GPUs on it
-        self.by_name: dict[tuple[str, str], Any] = {}  # (user, name) -> running job id(s)
-        self.by_gpus: dict[int, set[int]] = {}  # GPU count -> running jobs with nodes
+        self.by_node = _Ids()  # node -> running job id(s) with GPUs on it
+        self.by_name = _Ids()  # (user, name) as _name_key -> running job id(s)
+        self.by_gpus: dict[int, dict[int, None]] = {}  # GPU count -> running jobs with nodes (as keys)
         self.pending: Counter[str] = Counter()  # pending jobs by reason
 
     # -- taking a snapshot ----------------------------------------------------
@@ -119,11 +142,11 @@ class JobIndex:
         if job.state != "RUNNING":
             return
         self.running[jid] = job
-        _add(self.by_name, (job.user, job.name), jid)
+        self.by_name.add(_name_key(job.user, job.name), jid)
         for node in {g.node for g in job.gpus}:
-            _add(self.by_node, node, jid)
+            self.by_node.add(node, jid)
         if job.nodes:
-            self.by_gpus.setdefault(job.gpu_count, set()).add(jid)
+            self.by_gpus.setdefault(job.gpu_count, {})[jid] = None
 
     def _unindex(self, job: Job) -> None:
         if job.state == "PENDING":
@@ -132,12 +155,12 @@ class JobIndex:
             return
         jid = job.job_id
         del self.running[jid]
-        _drop(self.by_name, (job.user, job.name), jid)
+        self.by_name.drop(_name_key(job.user, job.name), jid)
         for node in {g.node for g in job.gpus}:
-            _drop(self.by_node, node, jid)
+            self.by_node.drop(node, jid)
         if job.nodes:
             bucket = self.by_gpus[job.gpu_count]
-            bucket.discard(jid)
+            bucket.pop(jid, None)
             if not bucket:
                 del self.by_gpus[job.gpu_count]
 
@@ -157,9 +180,9 @@ class JobIndex:
         running = self.running
         ids = {j for j in outputs if j in running}
         for node in {k[0] for k in telemetry}:
-            ids.update(_ids(self.by_node, node))
-        for key in names:
-            ids.update(_ids(self.by_name, key))
+            ids.update(self.by_node.ids(node))
+        for user, name in names:
+            ids.update(self.by_name.ids(_name_key(user, name)))
         return [running[j] for j in sorted(ids)]
 
     def largest_running(self, cap: int) -> list[Job]:

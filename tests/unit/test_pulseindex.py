@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, record_replace
 from cockpit.tui import pulsedata
 from cockpit.tui.pulsedata import ChangeTracker, compute, summarise, watch_candidates
-from cockpit.tui.pulseindex import JobIndex
+from cockpit.tui.pulseindex import JobIndex, _name_key
 from cockpit.tui.suspects import UsualTimes, find_suspects
 
 NODES = tuple(f"n{i}" for i in range(4))
@@ -121,3 +121,30 @@ def test_the_largest_running_jobs_are_taken_bucket_by_bucket():
     changed, left = index.update(jobs[:10])
     assert changed == [] and [j.job_id for j in left] == list(range(11, 30))
     assert set(index.running) == set(range(1, 11)) and all(len(b) for b in index.by_gpus.values())
+
+
+def test_the_running_jobs_indexes_are_dicts_a_full_collection_need_not_walk():
+    """settle_heap's thaw walks every tracked container: at 500k jobs the (user, name)
+    index (tuple keys, a set for a repeated name) and the GPU-count sets were ~300k
+    entries each. The index's id maps hold plain values only (str or int keys, int
+    ids), so the collector never tracks them; only ``many`` (names that repeat, each
+    an untracked dict of ids) is tracked. Ids still come and go as jobs do."""
+    import gc
+
+    index = JobIndex()
+    jobs = [job(i, "RUNNING", i % 2, i % 5, i % 4, 2, 1000) for i in range(1, 41)]
+    index.update(jobs)
+    gc.collect()
+    for plain in (index.by_name.one, index.by_node.one, *index.by_gpus.values(),
+                  *index.by_name.many.values(), *index.by_node.many.values()):
+        assert not gc.is_tracked(plain)
+    named = lambda user, name: list(index.by_name.ids(_name_key(user, name)))  # noqa: E731
+    assert sorted(named("u1", "job3")) == [j.job_id for j in jobs if (j.user, j.name) == ("u1", "job3")]
+    # the jobs of one name end one by one: many -> one -> gone
+    same = [j for j in jobs if (j.user, j.name) == ("u0", "job0")]
+    assert len(same) == 4
+    index.update([j for j in jobs if j not in same[:3]])
+    assert named("u0", "job0") == [same[3].job_id] and _name_key("u0", "job0") in index.by_name.one
+    index.update([j for j in jobs if j not in same])
+    assert named("u0", "job0") == [] and len(index.by_name) == len({(j.user, j.name) for j in jobs} - {("u0", "job0")})
+    assert sorted(index.by_gpus[2]) == sorted(j.job_id for j in jobs if j not in same)
