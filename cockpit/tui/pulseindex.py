@@ -25,8 +25,8 @@ from itertools import compress
 from operator import attrgetter, is_not
 from typing import Any
 
-from cockpit.models import Job
 from cockpit.heap import built_outside_gc
+from cockpit.models import Job
 
 _ID = attrgetter("job_id")
 
