@@ -396,8 +396,9 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             import gc as _gc
 
             kinds = collections.Counter(type(o).__name__ for o in _gc.get_objects())
-            print(f"objects the cyclic GC tracks: {sum(kinds.values()):,}, most: " + ", ".join(
-                f"{k} {n:,}" for k, n in kinds.most_common(8)))
+            print(f"objects the cyclic GC tracks outside the frozen ones: {sum(kinds.values()):,}, most: "
+                  + ", ".join(f"{k} {n:,}" for k, n in kinds.most_common(8)))
+            _gc_census("first pass done")
         lat: list[float] = []
         probe = KeyProbe(app, lambda: table.cursor)
         for _ in range(refreshes):  # with keys pressed while the refresh runs
@@ -449,9 +450,46 @@ def _full_gc_ms() -> float:
 
     poller.reset_heap_settling()  # nobody at the keys: the thaw is not deferred
     poller._next_thaw = 0.0
+    breakdown = bool(os.environ.get("BENCH_BREAKDOWN"))
+    if breakdown:
+        _gc_census("before the forced thaw")
     t = time.perf_counter()
     poller.settle_heap()
-    return (time.perf_counter() - t) * 1000
+    took = (time.perf_counter() - t) * 1000
+    if breakdown:
+        import gc
+
+        _gc_census("after it")
+        gc.unfreeze()
+        t = time.perf_counter()
+        gc.collect()  # what is left to walk: the floor of every later thaw
+        print(f"  a second full collection at once: {(time.perf_counter() - t) * 1000:.1f} ms")
+        gc.freeze()
+    return took
+
+
+def _gc_census(label: str) -> None:
+    """What a thaw walks (BENCH_BREAKDOWN): every tracked object, frozen ones included,
+    the references they hold by type, and the containers of 5,000 entries or more."""
+    import collections
+    import gc
+
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    objs = gc.get_objects()
+    gc.freeze()
+    kinds = collections.Counter(type(o).__name__ for o in objs)
+    refs = collections.Counter()
+    big = collections.Counter()
+    for o in objs:
+        refs[type(o).__name__] += len(gc.get_referents(o))
+        if isinstance(o, (tuple, list, dict, set, frozenset)) and len(o) >= 5000:
+            big[f"{type(o).__name__} of {len(o):,}"] += 1
+    del objs
+    print(f"{label}: the cyclic GC tracks {sum(kinds.values()):,} objects ({frozen:,} frozen) holding "
+          f"{sum(refs.values()):,} references; most objects: " + ", ".join(f"{k} {n:,}" for k, n in kinds.most_common(6)))
+    print("  most references: " + ", ".join(f"{k} {n:,}" for k, n in refs.most_common(6))
+          + "; containers of 5,000+: " + (", ".join(f"{n} {k}" for k, n in big.most_common(8)) or "none"))
 
 
 async def bench_datatable(cluster: Cluster, refreshes: int, sample: int) -> dict:

@@ -82,27 +82,46 @@ _SETS = tuple(_JOB_FIELDS.index(n) for n in ("state_flags", "unknown"))
 _SHARED_SETS: dict[frozenset, frozenset] = {}
 
 
-def _new_job(*values: Any) -> Job:
-    """Unpickling constructor of Job (runs in the UI process)."""
-    v = list(values)
-    for i in _SHARED:
-        if type(v[i]) is str:
-            v[i] = sys.intern(v[i])
-    for i in _SETS:
+def _share_sets(v: list, at: tuple[int, ...]) -> None:
+    for i in at:
         fs = v[i]
         shared = _SHARED_SETS.get(fs)
         if shared is None and len(_SHARED_SETS) < 4096:  # a bound: flags are few, but cluster data is data
             shared = _SHARED_SETS[fs] = fs
         if shared is not None:
             v[i] = shared
+
+
+def _new_job(*values: Any) -> Job:
+    """Unpickling constructor of Job (runs in the UI process)."""
+    v = list(values)
+    for i in _SHARED:
+        if type(v[i]) is str:
+            v[i] = sys.intern(v[i])
+    _share_sets(v, _SETS)
     return Job(*v)
 
 
+# A node's flags and unknown fields too: Node is untracked (gc=False), but each
+# frozenset is a container the cyclic GC walks (two per node: 40k at 20k nodes).
+_NODE_FIELDS = list(record_fields(Node))
+_NODE_SETS = tuple(_NODE_FIELDS.index(n) for n in ("flags", "unknown"))
+
+
+def _new_node(*values: Any) -> Node:
+    """Unpickling constructor of Node (runs in the UI process)."""
+    v = list(values)
+    _share_sets(v, _NODE_SETS)
+    return Node(*v)
+
+
 _DISPATCH = copyreg.dispatch_table.copy()
-for _cls in (JobGpus, Node, GpuGroup, SharedGres):
+for _cls in (JobGpus, GpuGroup, SharedGres):
     _DISPATCH[_cls] = _reducer(_cls)
 _job_values = operator.attrgetter(*_JOB_FIELDS)
 _DISPATCH[Job] = lambda job: (_new_job, _job_values(job))
+_node_values = operator.attrgetter(*_NODE_FIELDS)
+_DISPATCH[Node] = lambda node: (_new_node, _node_values(node))
 
 
 def dumps(obj: Any) -> bytes:

@@ -94,10 +94,10 @@ def _read_group(raw: Any, i: int, source: str, warnings: list[str] | None
 
 
 def _with_partition(node: Node, partition: str) -> Node:
-    # Node is frozen with slots; rebuild it with one more partition.
-    from dataclasses import replace
+    # Node is frozen; rebuild it with one more partition.
+    from cockpit.models.cluster import record_replace
 
-    return replace(node, partitions=node.partitions + (partition,))
+    return record_replace(node, partitions=node.partitions + (partition,))
 
 
 def _group_partition(grp: dict[str, Any], source: str) -> Partition | None:

@@ -1,13 +1,15 @@
 """Frozen records: Node, Partition, Job, Topology, ClusterSnapshot.
 
-Most are frozen slots dataclasses. The records a site has hundreds of thousands
-of (Job and its JobGpus) are frozen msgspec Structs with ``gc=False``: they can
-never be part of a reference cycle (their fields are strings, numbers, tuples
-and frozensets), so the cyclic garbage collector need not track them. At
-500k jobs a full collection walked ~2.6 million tracked objects (Job, JobGpus,
-their frozensets and the rows' tuples) and froze keys for ~2 s; untracked,
-it walks the containers only (bench/bench_gc.py). Use :func:`record_fields` and
-:func:`record_replace` for either kind.
+Most are frozen slots dataclasses. The records a site has tens or hundreds of
+thousands of (Job and its JobGpus; Node, GpuGroup and SharedGres) are frozen
+msgspec Structs with ``gc=False``: they can never be part of a reference cycle
+(their fields are strings, numbers, tuples and frozensets), so the cyclic
+garbage collector need not track them. At 500k jobs a full collection walked
+~2.6 million tracked objects (Job, JobGpus, their frozensets and the rows'
+tuples) and froze keys for ~2 s; untracked, it walks the containers only
+(bench/bench_gc.py). At 20k nodes, tracked Nodes and GpuGroups were 40k objects
+holding 480k references, walked at every thaw (~45 ms of a 100 ms full
+collection). Use :func:`record_fields` and :func:`record_replace` for either kind.
 """
 
 from __future__ import annotations
@@ -106,8 +108,7 @@ def or_unknown(record: "Node | Job", field: str, shown: str) -> str:
     return UNKNOWN_CELL if field in record.unknown else shown
 
 
-@dataclass(frozen=True, slots=True)
-class GpuGroup:
+class GpuGroup(msgspec.Struct, frozen=True, gc=False):
     """GPUs of one type on one node: ``gpu:h100:8`` with indexes 0-2 in use."""
 
     type: str | None
@@ -122,8 +123,7 @@ class GpuGroup:
         return len(self.alloc_indexes) if self.alloc_indexes or self.used is None else self.used
 
 
-@dataclass(frozen=True, slots=True)
-class SharedGres:
+class SharedGres(msgspec.Struct, frozen=True, gc=False):
     """A GPU-sharing GRES of one type on one node: ``shard:h100:16`` or ``mps:600``.
 
     Shards and MPS are shares of the node's GPUs, not more GPUs: they are never
@@ -152,8 +152,7 @@ def _extra_cell(count: int, used: int | None, what: str) -> str:
     return f"+{'?' if used is None else used}/{count} {what}"
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+class Node(msgspec.Struct, frozen=True, gc=False):
     name: str
     state: str  # one of NODE_BASE_STATES
     flags: frozenset[str] = frozenset()

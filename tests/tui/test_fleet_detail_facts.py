@@ -105,7 +105,7 @@ async def test_a_job_detail_gives_its_clusters_fate_of_a_job_id_after_a_switch()
         await switch_to_b(pilot, app)
         link = app.fleet.links["a"]
         before = link.snapshot
-        a.nodes = tuple(replace(n, reason="replaced PSU") if n.name == "gpu03" else n for n in a.nodes)
+        a.nodes = tuple(record_replace(n, reason="replaced PSU") if n.name == "gpu03" else n for n in a.nodes)
         link.poller.refresh_now()  # the clock stands still: a polls when asked
         # a's next snapshot in: it was handed to a's detail in the same handler
         await wait_until(pilot, lambda: link.snapshot is not before, "a's next poll")

@@ -32,7 +32,7 @@ class OtherBackend(FakeBackend):
 
     def __init__(self, shift: int = 900) -> None:
         super().__init__()
-        self.nodes = tuple(replace(n, name="b-" + n.name) for n in self.nodes)
+        self.nodes = tuple(record_replace(n, name="b-" + n.name) for n in self.nodes)
         self.partitions = tuple(replace(p, nodes=tuple("b-" + x for x in p.nodes)) for p in self.partitions)
         self.jobs = tuple(record_replace(j, job_id=j.job_id + shift, nodes=tuple("b-" + x for x in j.nodes),
                                          gpus=tuple(record_replace(g, node="b-" + g.node) for g in j.gpus))
@@ -89,7 +89,7 @@ async def test_a_screen_opened_for_a_keeps_showing_a_after_a_switch():
         await wait_until(pilot, lambda: app.services.name == "b", "the switch to b")
         assert app.screen is detail and detail.services.name == "a"
         # a's next poll reaches it; b's polls never do
-        a.nodes = tuple(replace(n, reason="replaced PSU") if n.name == "gpu03" else n for n in a.nodes)
+        a.nodes = tuple(record_replace(n, reason="replaced PSU") if n.name == "gpu03" else n for n in a.nodes)
         polls = b.calls["nodes"]
         app.fleet.links["a"].poller.refresh_now()
         app.fleet.links["b"].poller.refresh_now()

@@ -100,16 +100,39 @@ def test_the_young_generation_is_collected_every_young_threshold_allocations():
 
 
 def test_the_records_a_queue_has_hundreds_of_thousands_of_are_not_tracked():
-    """Job, JobGpus, Row, JobExtras and GpuRow hold no cycle, so the cyclic GC need not walk
-    them (a full collection at 500k jobs walked ~2.6 million of them); a Node (few, and
-    a dataclass) still is. A record type that became tracked again fails here."""
+    """Job, JobGpus, Node, GpuGroup, SharedGres, Row, JobExtras and GpuRow hold no cycle,
+    so the cyclic GC need not walk them (a full collection at 500k jobs walked ~2.6
+    million of them; 20k tracked Nodes and their GpuGroups held 480k references that
+    every thaw walked). A record type that became tracked again fails here; so does a
+    node's tuple of GPU groups that a collection cannot untrack."""
     from cockpit.models import Job, JobGpus, Node as SlurmNode
+    from cockpit.models.cluster import GpuGroup, SharedGres
     from cockpit.tui.gpurows import GpuRow
     from cockpit.tui.rows import JobExtras, job_row
 
     job = Job(7, name="train", state_flags=frozenset({"REQUEUED"}), gpus=(JobGpus("gpu01", "h100", 2, (0, 1)),))
     row = job_row(JobExtras(job, 50.0, None))
     gpu = GpuRow("gpu01/0", ("gpu01",), 0, "7", "alice", "alice", "", ((), ()), "")
-    for untracked in (job, job.gpus[0], row, JobExtras(job), gpu):
+    node = SlurmNode("gpu01", "mixed", gpus=tuple([GpuGroup("h100", 8, (0, 1))]),
+                     sharing=tuple([SharedGres("shard", "h100", 16, 4)]))
+    for untracked in (job, job.gpus[0], row, JobExtras(job), gpu, node, node.gpus[0], node.sharing[0]):
         assert not gc.is_tracked(untracked), type(untracked).__name__
-    assert gc.is_tracked(SlurmNode("gpu01", "idle"))
+    assert gc.is_tracked(node.gpus)  # built at run time: tracked until a collection looks at it
+    gc.collect()
+    assert not gc.is_tracked(node.gpus) and not gc.is_tracked(node.sharing)
+
+
+def test_nodes_from_the_parse_worker_share_their_frozensets():
+    """Each frozenset is a container the cyclic GC walks even inside an untracked Node:
+    20k nodes arrived with 40k of them. Unpickled through the delta's form, nodes with
+    the same flags hold one frozenset, and stay equal to what was sent."""
+    import pickle
+
+    from cockpit.backends.slurm_delta import dumps
+    from cockpit.models import Node as SlurmNode
+
+    sent = [SlurmNode(f"gpu{i:02d}", "idle", flags=frozenset({"drain"}), unknown=frozenset()) for i in range(3)]
+    got = pickle.loads(dumps(sent))
+    assert got == sent
+    assert got[0].flags is got[1].flags is got[2].flags
+    assert got[0].unknown is got[2].unknown

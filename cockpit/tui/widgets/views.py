@@ -245,11 +245,11 @@ class NodesView(TableView):
 
     def _flagged(self, node):
         # The same object while the node is unchanged, so its row is not rebuilt each refresh.
-        from dataclasses import replace
+        from cockpit.models.cluster import record_replace
 
         seen = self._flagged_cache.get(node.name)
         if seen is None or seen[0] is not node:
-            seen = self._flagged_cache[node.name] = (node, replace(node, flags=node.flags | {"flapping"}))
+            seen = self._flagged_cache[node.name] = (node, record_replace(node, flags=node.flags | {"flapping"}))
         return seen[1]
 
 
