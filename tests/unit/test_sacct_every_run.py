@@ -99,3 +99,31 @@ async def test_the_report_asks_for_every_run_and_equals_the_hand_sum():
     sacct = [c for c in runner.calls if "sacct" in c and "--json" in c]
     assert sacct and all("-D" in c for c in sacct)
     assert report.rows[0].allocated * 3600 == pytest.approx(_gpu_seconds_by_hand("sacct-X-by-hand.txt"))
+
+
+def test_a_run_recorded_with_fewer_gpus_than_it_asked_is_named_in_a_warning():
+    """Slurm 24.11's own record (site profile): a 2-node --gres=gpu:3 job on an untyped and a
+    typed node, AllocTRES gres/gpu=3 of ReqTRES gres/gpu=6. The report counts what Slurm
+    recorded and says so; the 16 runs of the recorded history, all recorded as asked, give
+    no warning."""
+    from cockpit.core.utilization import UNDERCOUNT_NAMED, undercounted_gpus
+    from cockpit.models.accounting import JobRecord
+
+    lines = (DATA / "untyped-and-typed-alloctres.txt").read_text().splitlines()
+    header = lines.index("JobID|State|NodeList|AllocTRES|ReqTRES")
+    job_id, state, nodes, alloc, req = lines[header + 1].split("|")
+    run = JobRecord(job_id=job_id, job_id_raw=int(job_id), state=state, start_time=1796217414, end_time=1796217416,
+                    nodes=("node01", "node02"), alloc_tres=at.parse_tres(alloc), req_tres=at.parse_tres(req))
+    (warning,) = undercounted_gpus((run,))
+    assert "175 (3 of 6)" in warning and "3 GPU(s) short" in warning and warning.startswith("1 job run(s)")
+
+    history = at.parse_sacct_parsable((DATA / "sacct-X-D-states.txt").read_text())
+    assert len(history) == 16 and undercounted_gpus(tuple(history)) == ()
+    from dataclasses import replace
+
+    never_ran = replace(run, start_time=None)
+    assert undercounted_gpus((never_ran,)) == ()
+    many = tuple(replace(run, job_id=str(175 + i)) for i in range(UNDERCOUNT_NAMED + 2))
+    (warning,) = undercounted_gpus(many)
+    assert warning.startswith(f"{UNDERCOUNT_NAMED + 2} job run(s)") and "and 2 more" in warning
+    assert f"{175 + UNDERCOUNT_NAMED} (" not in warning and "21 GPU(s) short" in warning
