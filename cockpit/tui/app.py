@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from textual import events
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.content import Content
 from textual.binding import Binding, BindingsMap
 from textual.css.query import NoMatches
@@ -242,9 +242,13 @@ class CockpitApp(App):
 
     def _tick(self) -> None:
         """Once a second: age in the header, countdown in the banner, elapsed times."""
+        try:
+            shown = self.screen
+        except ScreenStackError:  # shutting down: the screens are popped, and the timer fired once more
+            return
         self.fleet.tick()
         self.main.update_header()
-        table = self.main.active_table() if self.screen is self.main else None
+        table = self.main.active_table() if shown is self.main else None
         if table is not None:
             table.refresh_live()
         self._tick_telemetry()

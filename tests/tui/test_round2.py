@@ -270,3 +270,17 @@ async def test_export_writes_the_view_as_shown(tmp_path, size):
         await pilot.press("enter")
         await wait_until(pilot, lambda: any("not exported: cannot write" in str(x.message)
                                             for x in app._notifications), "the one-line error")
+
+
+async def test_the_one_second_tick_after_the_screens_are_gone_does_nothing(tmp_path):
+    """The 1 Hz timer can fire once more while the app shuts down, after its screens are
+    popped: that tick raised ScreenStackError and failed a CI run (2026-12-03). Here the
+    tick runs, deterministically, on an app whose screen stack is empty."""
+    from textual.app import ScreenStackError
+
+    app = demo(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+    with pytest.raises(ScreenStackError):
+        app.screen  # the state the last tick meets
+    app._tick()
