@@ -63,6 +63,9 @@ class GpuRow(msgspec.Struct, frozen=True, gc=False):
         s = self.shared
         return (s[3], self.index, s[4], s[5], self.job_id, self.user, self.note, *self.telemetry[1])
 
+    def value(self, i: int) -> Any:
+        return self.values[i]
+
     @property
     def haystack(self) -> str:
         return " ".join(self.cells).lower()

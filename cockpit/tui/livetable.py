@@ -80,16 +80,25 @@ class LiveTable:
         if self._stale_order or len(changed) + len(removed) > FULL_REBUILD * max(len(self._rows), 1):
             self._apply_rows(changed, removed)
             self._reorder()
-            self._measure()
+            if not self._widths or len(removed) > FULL_REBUILD * max(len(self._rows), 1):
+                self._measure()  # widths shrink only here: when many rows went
+            else:
+                self._grow(changed)
         else:
             self._apply_incremental(changed, removed)
             if self._widths:
-                rows = self._rows
-                for k, _obj in changed:
-                    grow_widths(self._widths, rows[k].cells)
+                self._grow(changed)
             elif changed:
                 self._measure()
         return self.data()
+
+    def _grow(self, changed: list[tuple[Any, Any]]) -> None:
+        """Widen the columns for the changed rows only: a job row makes its cells when
+        asked, so measuring every row at each partial snapshot of a first load was
+        quadratic in the load."""
+        rows, widths = self._rows, self._widths
+        for k, _obj in changed:
+            grow_widths(widths, rows[k].cells)
 
     def _measure(self) -> None:
         """The widest cell of each column over every row (zip and map: C-level passes),
@@ -146,7 +155,7 @@ class LiveTable:
         return self._pred is None or self._pred(row.values, row.haystack)
 
     def _sort_key(self, k: Any) -> tuple:
-        return natural_key(self._rows[k].values[self._field]), natural_key(k)  # type: ignore[index]
+        return natural_key(self._rows[k].value(self._field)), natural_key(k)  # type: ignore[index]
 
     def _place(self, k: Any) -> None:
         if not self._passes(self._rows[k]):
@@ -155,7 +164,7 @@ class LiveTable:
             self._kept.add(k)
         if self._field is None:
             return
-        if natural_key(self._rows[k].values[self._field])[0] == 2:
+        if natural_key(self._rows[k].value(self._field))[0] == 2:
             insort(self._missing, k, key=natural_key)
         else:
             insort(self._present, k, key=self._sort_key)
@@ -190,7 +199,7 @@ class LiveTable:
         f, present, missing, kept = self._field, [], [], self._kept
         for k in rows:
             if kept is None or k in kept:
-                nk = natural_key(rows[k].values[f])
+                nk = natural_key(rows[k].value(f))
                 (missing if nk[0] == 2 else present).append((nk, natural_key(k), k))
         self._present = _chunked_sort(present)
         self._missing = [k for _nk, _t, k in _chunked_sort([(t, t, k) for _nk, t, k in missing])]

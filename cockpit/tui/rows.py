@@ -57,13 +57,22 @@ class Row(msgspec.Struct, frozen=True, gc=False):
     style: str = ""
     extra: str = ""  # text a plain-word filter also matches (a job's account)
 
+    def value(self, i: int) -> Any:
+        """``values[i]`` (a lazy row makes just that one)."""
+        return self.values[i]
+
     @property
     def haystack(self) -> str:
         """What plain filter words match: the cells (and ``extra``), lower-cased.
         Made when a filter asks (off the UI thread), not kept: at 100k rows the
         kept strings were ~14 MB."""
-        text = " ".join(self.cells)
-        return (text + " " + self.extra if self.extra else text).lower()
+        return row_haystack(self.cells, self.extra)
+
+
+def row_haystack(cells: Sequence[str], extra: str) -> str:
+    """A row's cells and its extra words, joined and lower-cased (what plain filter words match)."""
+    text = " ".join(cells)
+    return (text + " " + extra if extra else text).lower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,22 +161,89 @@ class JobExtras(msgspec.Struct, frozen=True, gc=False):
         return self.job.job_id
 
 
-def job_row(obj: Job | JobExtras, width: int = KEEP) -> Row:
-    extras = obj if isinstance(obj, JobExtras) else None
-    job = extras.job if extras is not None else obj
-    nodes = job.nodes[0] if len(job.nodes) == 1 else collapse(job.nodes) if job.nodes else ""
-    reason = "" if job.reason in ("None", "") else job.reason
-    state = job.state + ("+HELD" if job.held else "")
-    display_id = job.display_id  # a property that formats: once, shared by cells and values
-    util = extras.gpu_util if extras is not None else None
-    cells = (display_id, clean(job.user, width), clean(job.partition, width), clean(job.name, width),
-             job_state_text(job), "", job.gpu_cell, "" if util is None else f"{util:.0f}", "",
-             clean(nodes, width), or_unknown(job, "reason", clean(reason, width)))
-    values = (display_id, job.user, job.account, job.partition, job.name, state,
-              job.start_time if job.state == "RUNNING" else None, job.gpu_count, nodes, reason,
-              job.time_limit, job.submit_time, util, extras.last_output if extras is not None else None)
-    style = {"RUNNING": "running", "PENDING": "pending"}.get(job.state, "bad" if job.state in ("FAILED", "NODE_FAIL", "TIMEOUT") else "")
-    return Row(job.job_id, cells, values, style, job.account)
+def _job_nodes(job: Job) -> str:
+    return job.nodes[0] if len(job.nodes) == 1 else collapse(job.nodes) if job.nodes else ""
+
+
+def _job_reason(job: Job) -> str:
+    return "" if job.reason in ("None", "") else job.reason
+
+
+# Row.values of a job, one field at a time (what a sort or an insertion asks of a row):
+# (job, extras or None) -> the value. JobRow.values is all of them.
+_JOB_VALUE: tuple[Callable[[Job, "JobExtras | None"], Any], ...] = (
+    lambda j, x: j.display_id,
+    lambda j, x: j.user,
+    lambda j, x: j.account,
+    lambda j, x: j.partition,
+    lambda j, x: j.name,
+    lambda j, x: j.state + ("+HELD" if j.held else ""),
+    lambda j, x: j.start_time if j.state == "RUNNING" else None,
+    lambda j, x: j.gpu_count,
+    lambda j, x: _job_nodes(j),
+    lambda j, x: _job_reason(j),
+    lambda j, x: j.time_limit,
+    lambda j, x: j.submit_time,
+    lambda j, x: x.gpu_util if x is not None else None,
+    lambda j, x: x.last_output if x is not None else None,
+)
+
+
+class JobRow(msgspec.Struct, frozen=True, gc=False):
+    """A job's row; reads like a :class:`Row` (key, cells, values, style, extra,
+    haystack) but keeps only the job: ``cells`` and ``values`` are made when asked
+    (a drawn line, a filter, the widths of new rows) and ``value(i)`` makes one
+    value (a sort). As a Row, the two tuples and their strings were ~330 B a job
+    and 1M tuples at 500k jobs that a full collection walked (13M references:
+    ~0.4 s of the first thaw after a load, bench/bench_tui.py BENCH_BREAKDOWN=1).
+    Untracked by the cyclic GC, as Job is."""
+
+    key: int
+    obj: Any  # Job | JobExtras (the GPU% and LAST OUT of the jobs view)
+    style: str
+    extra: str  # the account: a plain filter word matches it
+
+    @property
+    def _parts(self) -> tuple[Job, JobExtras | None]:
+        obj = self.obj
+        return (obj.job, obj) if isinstance(obj, JobExtras) else (obj, None)
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        job, extras = self._parts
+        util = extras.gpu_util if extras is not None else None
+        return (job.display_id, clean(job.user, KEEP), clean(job.partition, KEEP), clean(job.name, KEEP),
+                job_state_text(job), "", job.gpu_cell, "" if util is None else f"{util:.0f}", "",
+                clean(_job_nodes(job), KEEP), or_unknown(job, "reason", clean(_job_reason(job), KEEP)))
+
+    @property
+    def values(self) -> tuple[Any, ...]:
+        job, extras = self._parts
+        return tuple(f(job, extras) for f in _JOB_VALUE)
+
+    def value(self, i: int) -> Any:
+        """``values[i]``, made alone."""
+        job, extras = self._parts
+        return _JOB_VALUE[i](job, extras)
+
+    @property
+    def haystack(self) -> str:
+        return row_haystack(self.cells, self.extra)
+
+    def __repr__(self) -> str:
+        return f"JobRow({self.key!r}, {self.cells!r}, {self.style!r})"
+
+
+_JOB_STYLE = {"RUNNING": "running", "PENDING": "pending", "FAILED": "bad", "NODE_FAIL": "bad", "TIMEOUT": "bad"}
+
+
+def job_style(job: Job) -> str:
+    return _JOB_STYLE.get(job.state, "")
+
+
+def job_row(obj: Job | JobExtras) -> JobRow:
+    job = obj.job if isinstance(obj, JobExtras) else obj
+    return JobRow(job.job_id, obj, job_style(job), job.account)
 
 
 # ---------------------------------------------------------------- nodes

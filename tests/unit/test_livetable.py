@@ -117,3 +117,74 @@ def test_data_handed_out_stays_as_it_was_and_positions_are_found_when_asked():
     assert [first.index.get(k) for k in first.order] == list(range(len(first.order)))
     assert first.index.get("no such key") is None and "no such key" not in first.index
     assert {k: first.index[k] for k in first.order} == {k: i for i, k in enumerate(first.order)}
+
+
+def _every_kind_of_job():
+    """Jobs whose rows take each branch: arrays (a task, a pending range), het components,
+    held, several nodes, an unread reason and GPU count, and the view's GPU% / LAST OUT."""
+    from cockpit.models import JobGpus
+    from cockpit.tui.rows import JobExtras
+    plain = Job(7, name="train", user="alice", account="ml", partition="gpu", state="RUNNING",
+                start_time=1000.0, nodes=("n1",), time_limit=60, submit_time=900.0)
+    return [
+        plain,
+        record_replace(plain, job_id=8, array_job_id=5, array_task_id=3),
+        record_replace(plain, job_id=9, array_job_id=5, array_task_string="4-9%2", state="PENDING",
+                       reason="Resources", nodes=()),
+        record_replace(plain, job_id=10, het_job_id=10, het_job_offset=1, held=True, state="PENDING",
+                       reason="JobHeldUser"),
+        record_replace(plain, job_id=11, nodes=("n1", "n2", "n3"), state="FAILED",
+                       gpus=(JobGpus(node="n1", type="h100", count=8, indexes=tuple(range(8))),)),
+        record_replace(plain, job_id=12, unknown=frozenset({"reason", "gpus"})),
+        JobExtras(record_replace(plain, job_id=13), 42.4, 1234.5),
+        JobExtras(record_replace(plain, job_id=14), None, None),
+    ]
+
+
+def test_a_job_row_makes_each_value_as_its_values_tuple_has_it():
+    for obj in _every_kind_of_job():
+        row = job_row(obj)
+        assert len(row.values) == len(JOB_SCHEMA.fields)
+        assert [row.value(i) for i in range(len(JOB_SCHEMA.fields))] == list(row.values), obj
+        assert len(row.cells) == len(JOB_SCHEMA.columns)
+
+
+def test_a_job_row_shows_what_the_job_says():
+    rows = {r.key: r for r in map(job_row, _every_kind_of_job())}
+    assert rows[7].cells == ("7", "alice", "gpu", "train", "▶ running", "", "0", "", "", "n1", "")
+    assert rows[7].style == "running" and rows[7].extra == "ml" and "alice" in rows[7].haystack
+    assert rows[8].cells[0] == "5_3" and rows[9].cells[0] == "5_[4-9%2]" and rows[10].cells[0] == "10+1"
+    assert rows[9].cells[10] == "Resources" and rows[10].values[5] == "PENDING+HELD"
+    assert rows[11].cells[6] == "8" and rows[11].cells[9] == "n[1-3]" and rows[11].style == "bad"
+    assert rows[12].cells[6] == "?" and rows[12].cells[10] == "?"  # unread, never 0 or blank
+    assert rows[13].cells[7] == "42" and rows[13].values[12:] == (42.4, 1234.5)
+    assert rows[14].cells[7] == "" and rows[14].values[12:] == (None, None)
+
+
+def test_a_job_row_keeps_the_job_and_no_tuples_of_its_own():
+    """Cells and values are made when asked: a job's row holds no per-row tuple
+    (1M of them at 500k jobs were what the first full collection after a load walked)."""
+    import gc
+    row = job_row(_every_kind_of_job()[0])
+    assert not gc.is_tracked(row)
+    assert not any(isinstance(r, tuple) for r in gc.get_referents(row))
+    assert row.cells == row.cells and row.cells is not row.cells  # made on each ask
+
+
+def test_widths_hold_every_cell_and_grow_only_with_the_rows_that_changed(monkeypatch):
+    """A first load in parts widens the columns for each part's new rows (no pass over
+    every row per part) and ends with the widths a full measure gives."""
+    from cockpit.tui.columns import data_widths
+    rng = random.Random(5)
+    jobs = make_jobs(rng, 400)
+    asked = []
+    real = livetable.LiveTable._measure
+    monkeypatch.setattr(livetable.LiveTable, "_measure", lambda self: asked.append(len(self._rows)) or real(self))
+    live = LiveTable(job_row, lambda j: j.job_id)
+    for end in (10, 60, 200, 400):  # each part more than FULL_REBUILD of what is there
+        data = live.update(jobs[:end])
+    assert asked == [10]  # measured once, when there were no widths yet
+    assert list(data.widths) == data_widths([r.cells for r in data.rows.values()], len(JOB_SCHEMA.columns))
+    data = live.update(jobs[:50])  # most rows went: measured again, and the widths may shrink
+    assert asked == [10, 50]
+    assert list(data.widths) == data_widths([r.cells for r in data.rows.values()], len(JOB_SCHEMA.columns))
