@@ -343,6 +343,7 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             parts[label] = UiTimer()
             parts[label].wrap(obj, name)
     gc_pauses = _GcPauses() if parts else None
+    stalls = _LoopStalls() if parts else None
     out: dict = {}
     t0 = time.perf_counter()
     backend = SlurmCliBackend(LocalRunner(), bin_dir=str(cluster.bin), timeout=120)
@@ -365,7 +366,12 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
         await pilot.pause(0.2)
         out["rss_loaded_mb"] = rss_now_mb()
         out["workers_loaded"] = _worker_peaks(backend)
-        cpu, handlers = [], []
+        # the UI thread's CPU while nothing is fetched: the 1 Hz tick (header age, elapsed times)
+        # and its repaints, what any second costs, refresh or not
+        c0, w0 = time.thread_time(), time.perf_counter()
+        await pilot.pause(3.0)
+        out["idle_ms_per_s"] = (time.thread_time() - c0) * 1000 / (time.perf_counter() - w0)
+        cpu, handlers, walls = [], [], []
         for timer in parts.values():
             timer.total = 0.0
         if gc_pauses is not None:
@@ -377,10 +383,11 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             prof = cProfile.Profile()
             prof.enable()
         for _ in range(refreshes):  # without keys: the UI thread's own cost of a refresh
-            before, c0 = ui.total, time.thread_time()
+            before, c0, w0 = ui.total, time.thread_time(), time.perf_counter()
             await _refresh(app, cluster, view)
             await pilot.pause(0.05)
             cpu.append(time.thread_time() - c0)
+            walls.append(time.perf_counter() - w0)
             handlers.append(ui.total - before)
         if prof is not None:
             prof.disable()
@@ -399,6 +406,9 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             print(f"objects the cyclic GC tracks outside the frozen ones: {sum(kinds.values()):,}, most: "
                   + ", ".join(f"{k} {n:,}" for k, n in kinds.most_common(8)))
             _gc_census("first pass done")
+        if stalls is not None:
+            stalls.reset()
+            gc_pauses.reset()
         lat: list[float] = []
         probe = KeyProbe(app, lambda: table.cursor)
         for _ in range(refreshes):  # with keys pressed while the refresh runs
@@ -407,8 +417,13 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
                 await keys_during(probe, 0.05, lat)
             await task
         del task
+        if stalls is not None:
+            stalls.show()
+            print("cyclic GC collections during them: " + ", ".join(
+                f"gen {g}: {n} x, longest {m * 1000:.1f} ms" for g, (n, t, m) in sorted(gc_pauses.by_gen.items())))
         out["ui_cpu_ms"], out["ui_cpu_max_ms"] = statistics.mean(cpu) * 1000, max(cpu) * 1000
         out["ui_cpu_median_ms"] = statistics.median(cpu) * 1000
+        out["refresh_wall_s"] = statistics.mean(walls)
         out["ui_per_refresh_ms"], out["ui_per_refresh_max_ms"] = statistics.mean(handlers) * 1000, max(handlers) * 1000
         out["key_p50_ms"], out["key_p99_ms"] = pct(lat, 50) * 1000, pct(lat, 99) * 1000
         out["keys"] = len(lat)
@@ -419,6 +434,45 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
     await backend.close()
     out["rss_mb"] = peak_rss_mb()
     return out
+
+
+class _LoopStalls:
+    """The event loop's longest steps (one callback or task step: no key is read meanwhile)."""
+
+    def __init__(self) -> None:
+        import asyncio.events
+
+        self.steps: list[tuple[float, str]] = []
+        orig = asyncio.events.Handle._run
+        me = self
+
+        def _run(handle):
+            t = time.perf_counter()
+            try:
+                return orig(handle)
+            finally:
+                took = time.perf_counter() - t
+                if took > 0.02:
+                    cb = handle._callback
+                    task = getattr(cb, "__self__", None)
+                    coro = task.get_coro() if hasattr(task, "get_coro") else None
+                    what = getattr(coro, "__qualname__", None) or repr(cb)[:80]
+                    frames = []
+                    while coro is not None and hasattr(coro, "cr_frame"):  # where it was awaiting
+                        if coro.cr_frame is not None:
+                            frames.append(f"{coro.cr_code.co_name}:{coro.cr_frame.f_lineno}")
+                        coro = coro.cr_await
+                    me.steps.append((took, what + (" @ " + " > ".join(frames[-4:]) if frames else "")))
+
+        asyncio.events.Handle._run = _run
+
+    def reset(self) -> None:
+        self.steps = []
+
+    def show(self) -> None:
+        print(f"event-loop steps over 20 ms during the refreshes with keys: {len(self.steps)}")
+        for took, what in sorted(self.steps, reverse=True)[:8]:
+            print(f"  {took * 1000:6.1f} ms  {what}")
 
 
 class _GcPauses:
@@ -550,6 +604,11 @@ def show(title: str, r: dict) -> None:
     median = f"median {r['ui_cpu_median_ms']:.1f}, " if "ui_cpu_median_ms" in r else ""
     print(f"  UI-thread CPU / refresh     {r['ui_cpu_ms']:8.1f} ms  ({median}max {r['ui_cpu_max_ms']:.1f}; target <= 30 ms)")
     print(f"    of which handlers+drawing {r['ui_per_refresh_ms']:8.1f} ms  (max {r['ui_per_refresh_max_ms']:.1f})")
+    if "idle_ms_per_s" in r:
+        idle = r["idle_ms_per_s"] * r["refresh_wall_s"]
+        print(f"    a refresh took {r['refresh_wall_s']:.1f} s (fetch and parse off the UI thread); idle, the UI "
+              f"thread costs {r['idle_ms_per_s']:.1f} ms/s (1 Hz tick, repaints): {idle:.1f} ms of the "
+              f"refresh's, {r['ui_cpu_ms'] - idle:.1f} ms beyond")
     print(f"  key-to-screen p50 / p99     {r['key_p50_ms']:8.1f} / {r['key_p99_ms']:.1f} ms over {r['keys']} keys "
           "(target p99 <= 50 ms)")
     if "full_gc_ms" in r:

@@ -124,7 +124,7 @@ def settle_heap() -> None:
     clusters: once a minute) and not less often than every THAW_EVERY_MAX. The
     30-minute soak (bench/bench_soak.py) grew 88 MB/hour with an hourly thaw.
 
-    A thaw holds the UI thread (0.4 s at 500k jobs): a due one waits for a quiet
+    A thaw holds the UI thread (~0.1 s at 500k jobs, bench_tui): a due one waits for a quiet
     moment, THAW_QUIET seconds after the last key or mouse event (note_input), but
     not longer than THAW_DEFER_MAX past its time.
     """
