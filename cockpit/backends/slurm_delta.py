@@ -37,7 +37,7 @@ from cockpit.backends.slurm_json_common import RECORD_ERRORS, get_record, record
 from cockpit.backends.slurm_json_nodes import node_from_record
 from cockpit.backends.slurm_json_fast import JobRecord, msgspec
 from cockpit.errors import ParseError
-from cockpit.heap import built_outside_gc
+from cockpit.heap import built_outside_gc, untracked
 from cockpit.models import GpuGroup, Job, JobGpus, Node, SharedGres, record_fields
 from cockpit.models.unread import unread
 
@@ -636,7 +636,7 @@ class DeltaStore:
         if last is not None and last[0] is self.objects and last[1] == self._changes:
             return last[2]
         with built_outside_gc(len(self.objects)):
-            values = tuple(self.objects.values())
+            values = untracked(tuple(self.objects.values()))  # Jobs and Nodes: gc=False Structs
         self._values = (self.objects, self._changes, values)
         return values
 

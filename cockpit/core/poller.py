@@ -112,11 +112,15 @@ def settle_heap() -> None:
     At 100k jobs the app holds millions of objects; a full (generation 2)
     collection that walks them all takes ~0.3 s, and every key waits. Snapshot
     data is acyclic and freed by reference counting, so frozen objects cost
-    nothing but the scan they are spared. Each poll: a collection of the youngest
-    generation, then freeze. (Measured at 100k jobs, UI-thread CPU per refresh:
-    4.7 ms; a full collection of what is not frozen before each freeze: 52 ms.)
+    nothing but the scan they are spared. Each poll: a collection of every
+    generation, which walks only what is not frozen (what the seconds since the last
+    freeze made: the snapshot's big tuples are untracked, cockpit.heap.untracked),
+    then freeze. Cyclic garbage made since the last freeze is freed there, not frozen
+    (BENCH_BREAKDOWN at 500k jobs: 0.5 ms a refresh; the thaw 71 -> 46 ms, since less
+    garbage is frozen. Once the stores' tuples were tracked, such a collection cost
+    52 ms a refresh at 100k, and only the youngest generation was collected.)
 
-    Cyclic garbage that is older than the youngest generation (a Textual worker
+    Cyclic garbage that was alive at a freeze and dropped later (a Textual worker
     that ran across a freeze and ended, a closed screen) is frozen with the rest
     and stays until a thaw: everything is thawed and fully collected as often as
     that costs at most THAW_SHARE of the time (a 0.3 s thaw at 100k jobs: every
@@ -124,7 +128,7 @@ def settle_heap() -> None:
     clusters: once a minute) and not less often than every THAW_EVERY_MAX. The
     30-minute soak (bench/bench_soak.py) grew 88 MB/hour with an hourly thaw.
 
-    A thaw holds the UI thread (~0.1 s at 500k jobs, bench_tui): a due one waits for a quiet
+    A thaw holds the UI thread (~46 ms at 500k jobs, bench_tui): a due one waits for a quiet
     moment, THAW_QUIET seconds after the last key or mouse event (note_input), but
     not longer than THAW_DEFER_MAX past its time.
     """
@@ -139,7 +143,7 @@ def settle_heap() -> None:
         cost = time.perf_counter() - start
         _next_thaw = now + min(THAW_EVERY_MAX, max(THAW_EVERY_MIN, cost / THAW_SHARE))
     else:
-        gc.collect(0)
+        gc.collect(2)  # the oldest generation too: only what the last freeze left out (small, seconds' worth)
     gc.freeze()
 
 

@@ -2,7 +2,8 @@
 block ends (no young collection walks it), young garbage from before the block is
 collected first, automatic collection is off inside and restored after, and small
 containers are left alone. The tables that build with it keep long int orders in an
-array the GC never walks."""
+array the GC never walks. heap.untracked takes a tuple of untracked records (the job
+and node stores' values) out of every collection."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import gc
 import threading
 import weakref
 from array import array
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +119,43 @@ def test_a_short_order_and_string_keys_stay_tuples():
     names.configure("", None, None, False)
     data = names.update(_jobs(heap.BIG))
     assert isinstance(data.order, tuple) and data.order[0] == "n1"
+
+
+def test_untracked_takes_a_tuple_of_untracked_entries_out_of_every_collection():
+    jobs = tuple(Job(job_id=i, name=f"j{i}") for i in range(heap.BIG))
+    assert gc.is_tracked(jobs) and not gc.is_tracked(jobs[0])  # what CPython leaves until a collection
+    assert heap.untracked(jobs) is jobs
+    assert not gc.is_tracked(jobs) and not _tracked_young(jobs)
+    gc.collect()  # a full collection neither walks nor frees it: it stays whole, freed by refcount
+    assert len(jobs) == heap.BIG and jobs[-1].name == f"j{heap.BIG - 1}"
+
+
+def test_a_tuple_holding_a_tracked_entry_stays_tracked():
+    for held in ((Job(job_id=1), []), ([], Job(job_id=1))):
+        assert heap.untracked(held) is held and gc.is_tracked(held)
+    lst = [Job(job_id=1)]
+    assert heap.untracked(lst) is lst and gc.is_tracked(lst)  # a list can change: never untracked
+    assert heap.untracked(()) == ()
+
+
+def test_the_job_and_node_stores_hand_out_untracked_tuples_of_untracked_records():
+    from cockpit.backends.slurm_delta import JobsDiffer, NodesDiffer, store_for
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    for store, differ, name in ((store_for("jobs"), JobsDiffer(), "slurm-24.11/squeue.json"),
+                                (store_for("nodes"), NodesDiffer(fmt="scontrol"), "slurm-24.11/scontrol-show-node.json")):
+        for delta in differ.feed((data / name).read_bytes()):
+            store.apply(delta)
+        values = store.values()
+        assert values and not gc.is_tracked(values), name
+        assert not any(map(gc.is_tracked, values)), name  # the promise untracked() relies on
+
+
+def test_cyclic_garbage_made_during_the_block_is_collected_not_frozen():
+    gc.collect()
+    with heap.built_outside_gc(heap.BIG):
+        garbage = _Cycle()  # what the UI thread makes and drops while a table builds
+        gone = weakref.ref(garbage)
+        del garbage
+        big = [0] * heap.BIG
+    assert gone() is None and gc.is_tracked(big) and not _tracked_young(big)

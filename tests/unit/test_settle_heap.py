@@ -136,3 +136,13 @@ def test_nodes_from_the_parse_worker_share_their_frozensets():
     assert got == sent
     assert got[0].flags is got[1].flags is got[2].flags
     assert got[0].unknown is got[2].unknown
+
+
+def test_garbage_that_outlived_a_young_collection_is_freed_not_frozen():
+    settle_heap()
+    a, _ = pair()
+    gone = weakref.ref(a)
+    gc.collect(0)  # alive then: it moves on to an older generation
+    del a, _
+    settle_heap()  # the young collection alone left it, and the freeze kept it until a thaw
+    assert gone() is None
