@@ -421,6 +421,8 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             stalls.show()
             print("cyclic GC collections during them: " + ", ".join(
                 f"gen {g}: {n} x, longest {m * 1000:.1f} ms" for g, (n, t, m) in sorted(gc_pauses.by_gen.items())))
+            for took, gen, big in sorted(gc_pauses.slow, reverse=True)[:5]:
+                print(f"  gen {gen} collection {took * 1000:.1f} ms; its biggest containers: {big or 'none'}")
         out["ui_cpu_ms"], out["ui_cpu_max_ms"] = statistics.mean(cpu) * 1000, max(cpu) * 1000
         out["ui_cpu_median_ms"] = statistics.median(cpu) * 1000
         out["refresh_wall_s"] = statistics.mean(walls)
@@ -482,19 +484,31 @@ class _GcPauses:
         import gc
 
         self.by_gen: dict[int, tuple[int, float, float]] = {}
-        self._start = 0.0
+        self.slow: list[tuple[float, int, str]] = []  # collections over 10 ms: (took, generation, biggest)
+        self._start, self._big = 0.0, ""
         gc.callbacks.append(self._cb)
 
     def reset(self) -> None:
         self.by_gen = {}
+        self.slow: list[tuple[float, int, str]] = []
 
     def _cb(self, phase: str, info: dict) -> None:
+        import gc
+
         if phase == "start":
+            # what this collection walks: its generations' biggest containers (the census
+            # itself costs a few ms, outside the time measured below)
+            gens = range(info["generation"] + 1)
+            big = sorted(((len(o), type(o).__name__) for g in gens for o in gc.get_objects(g)
+                          if isinstance(o, (tuple, list, dict, set, frozenset))), reverse=True)[:3]
+            self._big = ", ".join(f"{k} of {n:,}" for n, k in big)
             self._start = time.perf_counter()
             return
         took = time.perf_counter() - self._start
         n, total, longest = self.by_gen.get(info["generation"], (0, 0.0, 0.0))
         self.by_gen[info["generation"]] = (n + 1, total + took, max(longest, took))
+        if took > 0.01:
+            self.slow.append((took, info["generation"], self._big))
 
 
 def _full_gc_ms() -> float:
