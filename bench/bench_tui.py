@@ -421,7 +421,7 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             stalls.show()
             print("cyclic GC collections during them: " + ", ".join(
                 f"gen {g}: {n} x, longest {m * 1000:.1f} ms" for g, (n, t, m) in sorted(gc_pauses.by_gen.items())))
-            for took, gen, big in sorted(gc_pauses.slow, reverse=True)[:5]:
+            for took, gen, big in sorted(gc_pauses.slow, reverse=True)[:5] if gc_pauses.census else ():
                 print(f"  gen {gen} collection {took * 1000:.1f} ms; its biggest containers: {big or 'none'}")
         out["ui_cpu_ms"], out["ui_cpu_max_ms"] = statistics.mean(cpu) * 1000, max(cpu) * 1000
         out["ui_cpu_median_ms"] = statistics.median(cpu) * 1000
@@ -486,6 +486,7 @@ class _GcPauses:
         self.by_gen: dict[int, tuple[int, float, float]] = {}
         self.slow: list[tuple[float, int, str]] = []  # collections over 10 ms: (took, generation, biggest)
         self._start, self._big = 0.0, ""
+        self.census = bool(os.environ.get("BENCH_GC_CENSUS"))
         gc.callbacks.append(self._cb)
 
     def reset(self) -> None:
@@ -496,8 +497,12 @@ class _GcPauses:
         import gc
 
         if phase == "start":
-            # what this collection walks: its generations' biggest containers (the census
-            # itself costs a few ms, outside the time measured below)
+            if not self.census:
+                self._start = time.perf_counter()
+                return
+            # what this collection walks: its generations' biggest containers. The census
+            # costs 3-40 ms a collection: outside the pause measured here, but inside every
+            # other figure (UI CPU, the thaw), so only with BENCH_GC_CENSUS=1.
             gens = range(info["generation"] + 1)
             big = sorted(((len(o), type(o).__name__) for g in gens for o in gc.get_objects(g)
                           if isinstance(o, (tuple, list, dict, set, frozenset))), reverse=True)[:3]
