@@ -24,19 +24,15 @@ import heapq
 from array import array
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
-from itertools import compress, islice, repeat
-from operator import attrgetter, is_not
+from itertools import compress, islice
+from operator import is_not
 from typing import Any
-
-import msgspec
 
 from cockpit.core.filtering import natural_key
 from cockpit.heap import BIG, built_outside_gc
 from cockpit.tui.columns import data_widths, grow_widths
 from cockpit.tui.rows import Positions, Row, TableData
 
-_OBJ = attrgetter("obj")
-_NO_ROW = msgspec.defstruct("_NoRow", [("obj", Any, None)], gc=False)()  # a key without a row: old object None
 FULL_REBUILD = 0.2  # above this fraction of changed rows, rebuild the order from scratch
 SORT_CHUNK = 4096
 
@@ -44,14 +40,11 @@ SORT_CHUNK = 4096
 class LiveTable:
     """Rows by key with a filtered and sorted order; not thread-safe (one builder at a time)."""
 
-    __slots__ = ("build", "key", "_source", "_objs", "_rows", "_pred", "_field", "_reverse", "_config",
+    __slots__ = ("build", "key", "_objs", "_rows", "_pred", "_field", "_reverse", "_config",
                  "_kept", "_present", "_missing", "_stale_order", "_widths", "_shared")
 
-    def __init__(self, build: Callable[[Any], Row], key: Callable[[Any], Any], source: str | None = None) -> None:
-        """``source``: where a row keeps the object it was built from, so that no dict of
-        every object is kept beside the rows (at 500k jobs ~21 MB): "obj" (a Struct row's
-        ``obj`` field, as JobRow), "row" (the objects are the rows), or None (a dict)."""
-        self.build, self.key, self._source = build, key, source
+    def __init__(self, build: Callable[[Any], Row], key: Callable[[Any], Any]) -> None:
+        self.build, self.key = build, key
         self._objs: dict[Any, Any] = {}
         self._rows: dict[Any, Row] = {}
         self._pred: Any = None
@@ -119,59 +112,32 @@ class LiveTable:
 
     def _diff(self, objects: Sequence[Any]) -> tuple[list[tuple[Any, Any]], list[Any]]:
         """(changed or new (key, object) pairs, removed keys)."""
-        rows, source = self._rows, self._source
+        objs = self._objs
         keys = list(map(self.key, objects))
-        if source is None:
-            olds = list(map(self._objs.get, keys))
-        elif source == "row":
-            olds = list(map(rows.get, keys))
-        else:
-            olds = list(map(_OBJ, map(rows.get, keys, repeat(_NO_ROW))))
-        changed, rebuilt = [], []
+        olds = list(map(objs.get, keys))
+        changed = []
         new = 0
         for i in compress(range(len(keys)), map(is_not, olds, objects)):
             old, obj = olds[i], objects[i]
             if old is None:
                 new += 1
             elif old == obj:  # equal but rebuilt: remember the new identity only
-                rebuilt.append((keys[i], obj))
+                objs[keys[i]] = obj
                 continue
             changed.append((keys[i], obj))
-        if rebuilt:
-            self._remember(rebuilt)
         removed: list[Any] = []
-        if len(rows) + new != len(keys):
-            removed = list(rows.keys() - set(keys))
+        if len(objs) + new != len(keys):
+            removed = list(objs.keys() - set(keys))
         return changed, removed
-
-    def _remember(self, rebuilt: list[tuple[Any, Any]]) -> None:
-        """Keep the new identity of objects equal to the ones their rows were built from
-        (a backend that rebuilds every object): the next diff finds them with ``is``."""
-        source = self._source
-        if source is None:
-            self._objs.update(rebuilt)
-            return
-        if self._shared:  # copy on write: the table may be drawing it
-            self._rows, self._shared = dict(self._rows), False
-        rows = self._rows
-        if source == "row":
-            rows.update(rebuilt)
-        else:
-            for k, obj in rebuilt:
-                rows[k] = msgspec.structs.replace(rows[k], obj=obj)
 
     def _apply_rows(self, changed: list[tuple[Any, Any]], removed: list[Any]) -> None:
         if self._shared and (changed or removed):  # copy on write: the table may be drawing it
             self._rows, self._shared = dict(self._rows), False
-        rows, objs = self._rows, (self._objs if self._source is None else None)
         for k in removed:
-            del rows[k]
-            if objs is not None:
-                del objs[k]
+            del self._objs[k], self._rows[k]
         for k, obj in changed:
-            if objs is not None:
-                objs[k] = obj
-            rows[k] = self.build(obj)
+            self._objs[k] = obj
+            self._rows[k] = self.build(obj)
 
     def _apply_incremental(self, changed: list[tuple[Any, Any]], removed: list[Any]) -> None:
         rows = self._rows

@@ -54,13 +54,12 @@ def mutate(rng, jobs, next_id):
     ("", None, False), ("", None, True), ("state:running,pending", None, False), ("", 5, False),
     ("", 11, True), ("u3", 4, False), ("-state:failed partition:a", 11, False), ("", 0, True),
 ])
-@pytest.mark.parametrize("source", [None, "obj"])  # the objects in a dict, or read back from the JobRows
-def test_incremental_updates_match_a_full_rebuild(query, field, reverse, source, monkeypatch):
+def test_incremental_updates_match_a_full_rebuild(query, field, reverse, monkeypatch):
     monkeypatch.setattr(livetable, "SORT_CHUNK", 7)  # exercise the chunked sort and merge
     rng = random.Random(hash((query, field, reverse)) & 0xFFFF)
     jobs = make_jobs(rng, 60)
     next_id = 61
-    live = LiveTable(job_row, lambda j: j.job_id, source)
+    live = LiveTable(job_row, lambda j: j.job_id)
     live.configure(query, compile_query(query, JOB_SCHEMA.fields, JOB_SCHEMA.aliases), field, reverse)
     for _ in range(40):
         data = live.update(tuple(jobs))
@@ -70,12 +69,11 @@ def test_incremental_updates_match_a_full_rebuild(query, field, reverse, source,
         jobs, next_id = mutate(rng, jobs, next_id)
 
 
-@pytest.mark.parametrize("source", [None, "obj"])
-def test_only_changed_rows_are_rebuilt_and_rows_keep_identity(source):
+def test_only_changed_rows_are_rebuilt_and_rows_keep_identity():
     rng = random.Random(3)
     jobs = make_jobs(rng, 200)
     built = []
-    live = LiveTable(lambda j: built.append(j.job_id) or job_row(j), lambda j: j.job_id, source)
+    live = LiveTable(lambda j: built.append(j.job_id) or job_row(j), lambda j: j.job_id)
     live.configure("", None, 5, False)
     first = live.update(tuple(jobs))
     assert len(built) == 200
@@ -87,44 +85,13 @@ def test_only_changed_rows_are_rebuilt_and_rows_keep_identity(source):
     assert 1 not in second.rows and second.rows[50] is first.rows[50]
 
 
-@pytest.mark.parametrize("source", [None, "obj"])
-def test_equal_but_rebuilt_objects_are_not_rebuilt_again(source):
+def test_equal_but_rebuilt_objects_are_not_rebuilt_again():
     jobs = make_jobs(random.Random(4), 20)
     built = []
-    live = LiveTable(lambda j: built.append(1) or job_row(j), lambda j: j.job_id, source)
-    first = live.update(tuple(jobs))
-    again = tuple(record_replace(j) for j in jobs)  # a backend that rebuilds every object
-    live.update(again)
-    assert len(built) == 20
-    assert all(first.rows[j.job_id].obj is j for j in jobs)  # the table's copy is left as it was
-    assert live._diff(again) == ([], [])  # the new identities are remembered: found with `is`
-    changed = record_replace(again[3], state="FAILED")
-    assert live._diff(again[:3] + (changed,) + again[4:]) == ([(changed.job_id, changed)], [])
-
-
-def test_rows_that_keep_their_object_need_no_dict_of_objects():
-    jobs = make_jobs(random.Random(8), 50)
-    live = LiveTable(job_row, lambda j: j.job_id, "obj")
+    live = LiveTable(lambda j: built.append(1) or job_row(j), lambda j: j.job_id)
     live.update(tuple(jobs))
-    live.update(tuple(jobs[5:]))
-    assert live._objs == {} and sorted(live.update(tuple(jobs[5:])).rows) == [j.job_id for j in jobs[5:]]
-
-
-def test_objects_that_are_their_own_rows():
-    from cockpit.tui.rows import Row
-
-    def rows(n, style=""):
-        return tuple(Row(f"n{i}", (f"n{i}", style), (f"n{i}", style), style) for i in range(n))
-
-    live = LiveTable(lambda row: row, lambda row: row.key, "row")
-    first = rows(30)
-    assert list(live.update(first).order) == [r.key for r in first]
-    same = rows(30)  # equal, rebuilt: remembered, not changed
-    live.update(same)
-    assert live._diff(same) == ([], []) and live._objs == {}
-    later = rows(20, "bad")
-    data = live.update(later)
-    assert list(data.order) == [r.key for r in later] and all(data.rows[r.key] is r for r in later)
+    live.update(tuple(record_replace(j) for j in jobs))  # a backend that rebuilds every object
+    assert len(built) == 20
 
 
 def test_changing_filter_or_sort_reorders_without_rebuilding_rows():
@@ -138,11 +105,10 @@ def test_changing_filter_or_sort_reorders_without_rebuilding_rows():
     assert list(data.order) == expected_order(jobs, "state:running", 4, True)
 
 
-@pytest.mark.parametrize("source", [None, "obj"])
-def test_data_handed_out_stays_as_it_was_and_positions_are_found_when_asked(source):
+def test_data_handed_out_stays_as_it_was_and_positions_are_found_when_asked():
     rng = random.Random(7)
     jobs = make_jobs(rng, 200)
-    lt = LiveTable(job_row, lambda j: j.job_id, source)
+    lt = LiveTable(job_row, lambda j: j.job_id)
     first = lt.update(jobs)
     rows_before = dict(first.rows)
     assert lt.update(jobs).rows is first.rows  # nothing changed: nothing copied

@@ -178,7 +178,7 @@ class TableView(Vertical):
 
     def make_live(self) -> LiveTable:
         """By default the objects are the rows themselves (see :meth:`objects`)."""
-        return LiveTable(lambda row: row, _ROW_KEY, source="row")
+        return LiveTable(lambda row: row, _ROW_KEY)
 
     def objects(self, snap: ClusterSnapshot) -> Any:
         """What the LiveTable diffs: model objects (jobs, nodes) or prebuilt rows."""
@@ -199,7 +199,7 @@ class JobsView(TableView):
         self.extras: dict[int, tuple[float | None, float | None]] = {}
 
     def make_live(self) -> LiveTable:
-        return LiveTable(R.job_row, attrgetter("job_id"), source="obj")  # a JobRow keeps its job
+        return LiveTable(R.job_row, attrgetter("job_id"))
 
     def set_extras(self, extras: dict[int, tuple[float | None, float | None]], visible: bool) -> None:
         """job id -> (mean GPU utilisation %, epoch of its output's last change): the
