@@ -31,6 +31,7 @@ from typing import Any
 from cockpit.core.filtering import natural_key
 from cockpit.heap import BIG, built_outside_gc
 from cockpit.tui.columns import data_widths, grow_widths
+from cockpit.tui.gilshare import key_set, mapped, missing_from
 from cockpit.tui.rows import Positions, Row, TableData
 
 FULL_REBUILD = 0.2  # above this fraction of changed rows, rebuild the order from scratch
@@ -113,8 +114,8 @@ class LiveTable:
     def _diff(self, objects: Sequence[Any]) -> tuple[list[tuple[Any, Any]], list[Any]]:
         """(changed or new (key, object) pairs, removed keys)."""
         objs = self._objs
-        keys = list(map(self.key, objects))
-        olds = list(map(objs.get, keys))
+        keys = mapped(self.key, objects)  # in slices: the UI thread can take the GIL between them
+        olds = mapped(objs.get, keys)
         changed = []
         new = 0
         for i in compress(range(len(keys)), map(is_not, olds, objects)):
@@ -127,7 +128,7 @@ class LiveTable:
             changed.append((keys[i], obj))
         removed: list[Any] = []
         if len(objs) + new != len(keys):
-            removed = list(objs.keys() - set(keys))
+            removed = missing_from(objs, key_set(keys))
         return changed, removed
 
     def _apply_rows(self, changed: list[tuple[Any, Any]], removed: list[Any]) -> None:

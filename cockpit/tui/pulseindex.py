@@ -27,6 +27,7 @@ from typing import Any
 
 from cockpit.heap import built_outside_gc
 from cockpit.models import Job
+from cockpit.tui.gilshare import key_set, mapped, missing_from
 
 _ID = attrgetter("job_id")
 
@@ -102,8 +103,8 @@ class JobIndex:
 
     def _update(self, jobs: Sequence[Job]) -> tuple[list[tuple[Job | None, Job]], list[Job]]:
         objs = self.jobs
-        keys = list(map(_ID, jobs))
-        olds = list(map(objs.get, keys))
+        keys = mapped(_ID, jobs)  # in slices: the UI thread can take the GIL between them
+        olds = mapped(objs.get, keys)
         changed: list[tuple[Job | None, Job]] = []
         new = 0
         for i in compress(range(len(keys)), map(is_not, olds, jobs)):
@@ -116,8 +117,7 @@ class JobIndex:
             changed.append((old, job))
         left: list[Job] = []
         if len(objs) + new != len(keys):
-            gone = objs.keys() - set(keys)
-            left = [objs[k] for k in filter(gone.__contains__, objs)]
+            left = list(map(objs.__getitem__, missing_from(objs, key_set(keys))))
         for old in left:
             self._unindex(old)
             del objs[old.job_id]
