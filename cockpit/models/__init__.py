@@ -16,6 +16,7 @@ from cockpit.models.cluster import (
     SharedGres,
     Switch,
     Topology,
+    gpus_by_node,
     record_fields,
     record_replace,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "SharedGres",
     "Switch",
     "Topology",
+    "gpus_by_node",
     "record_fields",
     "record_replace",
 ]

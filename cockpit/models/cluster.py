@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,6 +260,26 @@ class JobGpus(msgspec.Struct, frozen=True, gc=False):
     type: str | None
     count: int
     indexes: tuple[int, ...] = ()
+
+
+def gpus_by_node(gpus: Iterable[JobGpus]) -> dict[str, JobGpus]:
+    """A job's GPUs as one JobGpus per node, in Slurm's order. Slurm gives one entry per
+    GPU type, so an untyped request on a node with two types (``gpu:a100:4(IDX:0-3)`` and
+    ``gpu:1g.10gb:4(IDX:4-7)``) is two entries for one node: a dict by node kept only the
+    last one. The merged entry's type joins the distinct types with "+", its count is the
+    sum, and its indexes are all of them, sorted (none when an entry holding GPUs names
+    none: then Slurm did not say which of the node's GPUs are the job's)."""
+    out: dict[str, JobGpus] = {}
+    for g in gpus:
+        had = out.get(g.node)
+        if had is None:
+            out[g.node] = g
+            continue
+        types = [t for t in dict.fromkeys(f"{had.type or ''}+{g.type or ''}".split("+")) if t]
+        known = (had.indexes or not had.count) and (g.indexes or not g.count)
+        out[g.node] = JobGpus(g.node, "+".join(types) or None, had.count + g.count,
+                              tuple(sorted({*had.indexes, *g.indexes})) if known else ())
+    return out
 
 
 class Job(msgspec.Struct, frozen=True, gc=False):

@@ -79,7 +79,7 @@ from cockpit.errors import (
     UsageError,
 )
 from cockpit.hostlist import collapse, expand
-from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, Topology, record_replace
+from cockpit.models import ClusterSnapshot, Job, JobGpus, Node, Partition, Topology, gpus_by_node, record_replace
 from cockpit.models.actions import IB_SYSFS_DUMP, ProbeOutput
 from cockpit.paths import config_home, data_home
 from cockpit.plugins.specs import (
@@ -385,7 +385,7 @@ __all__ = [
     "JobGpus", "JobLogError", "JobOutcome", "JobProcess", "KeySpec", "Node", "NodeProbes", "Outcome",
     "Partition", "ParseError", "Placement", "Plan", "Plugin", "ProbeOutput", "ReadOnlyError", "Severity",
     "SlurmJobs", "Step", "TERMINAL_STATES", "TargetResult", "Topology", "UsageError", "check_job_id",
-    "collapse", "config_home", "data_home", "expand", "expand_nodes", "node_processes",
+    "collapse", "config_home", "data_home", "expand", "expand_nodes", "gpus_by_node", "node_processes",
     "parse_query_gpu", "path_for", "query_argv", "read_audit", "record_replace", "sanitize", "sbatch_header", "sbatch_value",
     "verdict", "worst",
     "Capture", "LogScan", "METRICS_INDEX", "SchedJudged", "SchedStats", "judge_scheduler", "pending_by_reason",

@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from cockpit.models import gpus_by_node
 from cockpit.telemetry import dcgm
 from cockpit.telemetry.dcgm import Matching
 from cockpit.telemetry.nvsmi import GpuTelemetry
@@ -323,7 +324,7 @@ async def running_job_use(config, job) -> tuple[dict[str, float] | None, str]:
     source = prometheus_source(config)
     if source is None:
         return None, ""
-    gpus = {g.node: tuple(g.indexes) for g in job.gpus if g.node}
+    gpus = {n: g.indexes for n, g in gpus_by_node(job.gpus).items() if n}  # every type's on a node
     try:
         if not gpus:
             return None, f"Slurm gives job {job.job_id} no GPUs"

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cockpit.plugins.api import ParseError, UsageError
-from cockpit.plugins.api import Job, Topology
+from cockpit.plugins.api import Job, Topology, gpus_by_node
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -95,7 +95,7 @@ def from_job(job: Job) -> list[NodeAlloc]:
     A pending job has no nodes yet: it gets placeholders named ``(1)``, ``(2)``...
     Raises UsageError when the job holds or asks for no GPUs.
     """
-    by_node = {g.node: g for g in job.gpus}
+    by_node = gpus_by_node(job.gpus)  # an untyped request on a two-type node: two entries, one node
     out: list[NodeAlloc] = []
     for name in job.nodes:
         g = by_node.get(name)

@@ -145,3 +145,24 @@ def test_a_type_the_job_holds_none_of_is_no_gpu_of_the_job():
     assert _alloc_gpus(detail, ("node01", "node02"), 7, "squeue", None) == want
     lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("Nodes=")]
     assert gres_from_scontrol_detail("JobId=7 JobName=x\n   " + "\n   ".join(lines)).jobs[7] == want
+
+
+def test_a_node_with_two_gpu_types_held_is_one_node_with_every_index():
+    """Slurm gives one gres_detail entry per type: an untyped ``--gres=gpu:8`` on node02
+    (gpu:a100:4 and gpu:1g.10gb:4) is two entries for one node. A dict by node kept the
+    last: GPU use now asked Prometheus for GPUs 4-7 only (the recorded GPU 0 was never
+    read: "no series for job's GPUs", seen on 24.11), the layout check saw 4 GPUs."""
+    from cockpit.models import Job, JobGpus, gpus_by_node
+    from plugins.cockpit_layout.alloc import from_job
+
+    two = (JobGpus("node01", None, 2, (0, 1)), JobGpus("node02", "a100", 4, (0, 1, 2, 3)),
+           JobGpus("node02", "1g.10gb", 4, (4, 5, 6, 7)))
+    merged = gpus_by_node(two)
+    assert list(merged) == ["node01", "node02"] and merged["node01"] is two[0]
+    assert merged["node02"] == JobGpus("node02", "a100+1g.10gb", 8, tuple(range(8)))
+    job = Job(9, state="RUNNING", nodes=("node01", "node02"), gpus=two)
+    assert [(a.name, a.gpus) for a in from_job(job)] == [("node01", (0, 1)), ("node02", tuple(range(8)))]
+    # an entry that holds GPUs but names no indexes: which of the node's GPUs is not known
+    vague = gpus_by_node((JobGpus("n", "a100", 2, (0, 1)), JobGpus("n", "h100", 1, ())))
+    assert vague["n"] == JobGpus("n", "a100+h100", 3, ())
+    assert gpus_by_node(()) == {}

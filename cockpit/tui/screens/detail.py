@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from cockpit.models import ClusterSnapshot, Job, Node
+from cockpit.models import ClusterSnapshot, Job, Node, gpus_by_node
 from cockpit.models.cluster import or_unknown, record_fields
 from cockpit.text import clean, tail_lines
 from cockpit.tui.gresview import gres_pairs
@@ -152,7 +152,7 @@ class JobDetailScreen(DetailScreen):
         self.body.update(self.glance(job))
         hints = self.services.facts.hints_for(job.job_id)
         first = hints.get("straggler_node")
-        gpus = {g.node: g for g in job.gpus}
+        gpus = gpus_by_node(job.gpus)  # one line a node, every GPU type's indexes on it
         opts = []
         for node in sorted(job.nodes, key=lambda n: n != first):
             g = gpus.get(node)
