@@ -1,7 +1,11 @@
 """``cockpit --prometheus URL gpus --json`` and ``cockpit job`` against the real Slurm
 test cluster and a real Prometheus (Debian's) scraping the dcgm-exporter stand-in,
 which replays recorded dcgm-exporter outputs relabelled to node01..node04
-(tests/promlib.py, tests/data/dcgm/SOURCES.md). Run under /tmp/cockpit-heavy.lock."""
+(tests/promlib.py, tests/data/dcgm/SOURCES.md). Run under /tmp/cockpit-heavy.lock.
+
+On either test-cluster profile: the jobs ask ``gpu_gres`` (typed h100 on the default
+profile, untyped on the site profile, where node02 has 4 a100 and MIG slices) and the
+GPU counts follow ``gpus_of``."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import promlib
-from clusterlib import cancel, run, submit, wait_for
+from clusterlib import cancel, gpu_gres, gpus_of, run, submit, wait_for
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed")]
@@ -49,7 +53,7 @@ def _state(job_id: str) -> str:
 
 
 def test_gpus_json_joins_prometheus_to_a_running_job_then_prometheus_stops(cluster, prom):
-    job = submit("sleep 300", gres="gpu:h100:2", nodelist="node01", job_name="prom-idle")
+    job = submit("sleep 300", gres=gpu_gres(2), nodelist="node01", job_name="prom-idle")
     try:
         wait_for(lambda: _state(job) == "RUNNING", timeout=60)
         proc = cockpit(cluster, "--prometheus", prom.url, "gpus", "--json", "--nodes", "node[01-02]")
@@ -61,8 +65,10 @@ def test_gpus_json_joins_prometheus_to_a_running_job_then_prometheus_stops(clust
         assert all(r["telemetry"]["util_gpu"] == 0.0 for r in held)  # the recorded idle H100s
         assert rows[("node02", 0)]["telemetry"]["util_gpu"] == 1.0  # the RTX 6000 recording's own value
         assert rows[("node01", 0)]["telemetry"]["power_w"] == pytest.approx(113.611)
-        # node02 has 8 GPUs in Slurm, one in its recording: the others have no reading, not 0 %
-        assert rows[("node02", 5)]["telemetry"] is None
+        # node02 has 8 GPUs in Slurm (4 on the site profile), one in its recording: the
+        # others have no reading, not 0 %
+        last = gpus_of("node02") - 1
+        assert last >= 1 and rows[("node02", last)]["telemetry"] is None
         assert proc.returncode == 0, proc.stderr
 
         prom.stop()
@@ -75,7 +81,7 @@ def test_gpus_json_joins_prometheus_to_a_running_job_then_prometheus_stops(clust
 
 
 def test_finished_job_efficiency_reads_its_gpus_over_the_run(cluster, prom):
-    job = submit("sleep 4", gres="gpu:h100:2", nodelist="node02", job_name="prom-eff")
+    job = submit("sleep 4", gres=gpu_gres(2), nodelist="node02", job_name="prom-eff")
     wait_for(lambda: _state(job) == "", timeout=90)
 
     def recorded():
@@ -89,10 +95,10 @@ def test_finished_job_efficiency_reads_its_gpus_over_the_run(cluster, prom):
     assert "every GPU of the job's nodes" in gpu["source"]
 
 
-
 def test_running_job_gpu_use_now_is_aggregated_over_its_gpus(cluster, prom):
-    # node02's recording (an RTX 6000 at 1 %) has GPU 0 only: of the job's 8 GPUs, 1 reports
-    job = submit("sleep 300", gres="gpu:h100:8", nodelist="node02", job_name="prom-now")
+    # node02's recording (an RTX 6000 at 1 %) has GPU 0 only: of the job's 8 GPUs (every GPU
+    # device of node02: 8 h100, or on the site profile 4 a100 and 4 MIG slices), 1 reports
+    job = submit("sleep 300", gres=gpu_gres(8), nodelist="node02", job_name="prom-now")
     try:
         wait_for(lambda: _state(job) == "RUNNING", timeout=60)
 
@@ -103,7 +109,7 @@ def test_running_job_gpu_use_now_is_aggregated_over_its_gpus(cluster, prom):
         proc = wait_for(shown, timeout=60, interval=1.0)  # until slurmdbd has its start record
         use = json.loads(proc.stdout)["gpu_use_now"]
         assert proc.returncode == 0, proc.stderr
-        assert use["util_avg"] == 1.0 and use["util_min"] == 1.0 and use["gpus"] == 1  # never 0 % for the 7 silent
+        assert use["util_avg"] == 1.0 and use["util_min"] == 1.0 and use["gpus"] == 1  # never 0 % for the silent
         assert "Prometheus" in use["source"]
         text = cockpit(cluster, "--prometheus", prom.url, "job", "show", job)
         assert "GPU use now: 1% on average, lowest 1%, 1 GPU(s) reporting" in text.stdout

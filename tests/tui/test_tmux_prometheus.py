@@ -6,7 +6,8 @@ The Pulse names a job whose GPUs the recording has at 0 % (found by the fleet-wi
 idle query, with no node on screen), the GPUs view shows that job's GPUs from
 Prometheus, a finished job's efficiency reads its GPUs over its run, and with
 Prometheus stopped the values stay under a stale banner, as text, not as live numbers.
-Run under /tmp/cockpit-heavy.lock (cluster + tmux)."""
+Run under /tmp/cockpit-heavy.lock (cluster + tmux). On either test-cluster profile: the
+jobs ask ``gpu_gres`` (typed h100, or untyped on the site profile)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import uuid
 import pytest
 
 import promlib
-from clusterlib import cancel, run, submit, wait_for
+from clusterlib import cancel, gpu_gres, run, submit, wait_for
 from tui.test_tmux_e2e import COCKPIT, Terminal, assert_no_traceback, header
 
 pytestmark = [pytest.mark.cluster,
@@ -63,7 +64,7 @@ def setup(cluster, tmp_path):
 
 def test_pulse_and_gpus_view_on_prometheus_then_stale(setup, cluster):
     term, prom = setup
-    job = submit("sleep 300", gres="gpu:h100:2", nodelist="node01", job_name="prom-idle")
+    job = submit("sleep 300", gres=gpu_gres(2), nodelist="node01", job_name="prom-idle")
     try:
         wait_for(lambda: _state(job) == "RUNNING", timeout=60)
         term.start([str(COCKPIT), "--prometheus", prom.url])
@@ -89,7 +90,7 @@ def test_pulse_and_gpus_view_on_prometheus_then_stale(setup, cluster):
 
 def test_finished_job_efficiency_in_history_reads_prometheus(setup, cluster):
     term, prom = setup
-    done = submit("sleep 3", gres="gpu:h100:1", nodelist="node02", job_name=f"prom-done-{uuid.uuid4().hex[:4]}")
+    done = submit("sleep 3", gres=gpu_gres(1), nodelist="node02", job_name=f"prom-done-{uuid.uuid4().hex[:4]}")
     wait_for(lambda: _state(done) == "", timeout=90)
     term.start([str(COCKPIT), "--prometheus", prom.url])
     term.wait(lambda s: "Pulse" in header(s), "the Pulse", 60)
