@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterlib import ctld_pid, descendants, proc_state, slow_class_bytes, slow_port, slowlink_status, stopped, \
-    tcp_clients_of, wait_for
+from clusterlib import cancel, ctld_pid, descendants, proc_state, slow_class_bytes, slow_port, slowlink_status, \
+    stopped, submit, tcp_clients_of, wait_for
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,13 +125,19 @@ def test_a_slow_link_to_the_controller_answers_through_the_slow_class(cluster, t
 def test_a_link_too_slow_for_the_timeout_is_one_line(cluster, tmp_path):
     cfg = _config(tmp_path, TIMEOUT)
     addr, port = _ctld_addr(cluster)
-    # 1 kbit/s (125 bytes/s) after a 2 KB burst: one node listing alone is several KB, so no
-    # fetch can finish within 3 s however fast or slow the machine is.
-    with slow_port(addr, port, "1kbit"):
+    # 1 kbit/s (125 bytes/s) after a 2 KB burst: one node listing alone is several KB, and the
+    # held jobs make the job listing so too (an empty queue's listing fitted in the burst on
+    # 26.05: jobs were read, exit 1), so no fetch can finish within 3 s on any machine.
+    held = [submit("sleep 1", hold=True, job_name=f"slowlink-{i}") for i in range(8)]
+    try:
+        with slow_port(addr, port, "1kbit"):
+            proc = cockpit(cluster, cfg, "snapshot")
+        assert slowlink_status().startswith("off")
+        assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
+        line = _one_line(proc.stderr)
+        assert line.startswith("cockpit: cannot read the cluster: ") and f"did not answer within {TIMEOUT} s" in line, line
         proc = cockpit(cluster, cfg, "snapshot")
-    assert slowlink_status().startswith("off")
-    assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
-    line = _one_line(proc.stderr)
-    assert line.startswith("cockpit: cannot read the cluster: ") and f"did not answer within {TIMEOUT} s" in line, line
-    proc = cockpit(cluster, cfg, "snapshot")
-    assert proc.returncode == 0, proc.stderr
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        for job in held:
+            cancel(job, wait=False)

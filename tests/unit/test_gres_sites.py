@@ -166,3 +166,20 @@ def test_a_node_with_two_gpu_types_held_is_one_node_with_every_index():
     vague = gpus_by_node((JobGpus("n", "a100", 2, (0, 1)), JobGpus("n", "h100", 1, ())))
     assert vague["n"] == JobGpus("n", "a100+h100", 3, ())
     assert gpus_by_node(()) == {}
+
+
+def test_the_recorded_job_on_both_types_of_a_node_is_eight_gpus_there():
+    """tests/data/slurm-24.11/site-job-two-gpu-types-all.txt: Slurm 24.11.5 gave an untyped
+    --gres=gpu:8 on node02 both its types, one entry per type, from squeue --json and from
+    scontrol -d text alike; merged, node02 holds GPUs 0-7."""
+    from cockpit.backends.slurm_json import _alloc_gpus
+    from cockpit.backends.slurm_text import gres_from_scontrol_detail
+    from cockpit.models import JobGpus, gpus_by_node
+
+    text = (Path(__file__).resolve().parents[1] / "data/slurm-24.11/site-job-two-gpu-types-all.txt").read_text()
+    detail = json.loads(text[text.index("{"):])["jobs"][0]["gres_detail"]
+    want = (JobGpus("node02", "a100", 4, (0, 1, 2, 3)), JobGpus("node02", "1g.10gb", 4, (4, 5, 6, 7)))
+    assert _alloc_gpus(detail, ("node02",), 185, "squeue", None) == want
+    scontrol = text[text.index("JobId=185"):text.index("{")]
+    assert gres_from_scontrol_detail(scontrol).jobs[185] == want
+    assert gpus_by_node(want) == {"node02": JobGpus("node02", "a100+1g.10gb", 8, tuple(range(8)))}
