@@ -66,6 +66,9 @@ def utilization_json(tmp_path, account: str, jobs: int, rc: tuple[int, ...] = (0
         assert proc.returncode in rc, proc.stderr
         doc = json.loads(proc.stdout)
         doc["_rc"] = proc.returncode
+        # a timeout names what the last report said (one trixie run waited 60 s for it)
+        report.__name__ = (f"report of {account} counting {jobs} job(s); the last counted "
+                           f"{doc['rows'][0]['jobs']}: {json.dumps(doc['rows'][0])[:400]}; stderr {proc.stderr[-300:]!r}")
         return doc if doc["rows"][0]["jobs"] == jobs else None
     return wait_for(report, timeout=60, interval=1)
 
