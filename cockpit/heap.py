@@ -10,14 +10,15 @@ BENCH_BREAKDOWN=1), 20 ms at 100k.
 
 :func:`built_outside_gc` collects the youngest generation first (what is young
 then is small: cheap), keeps automatic collections off while the block builds,
-and freezes what the block made as it ends: the containers are never walked by
-a young collection, and what was made before the block has been through a young
-collection before it is frozen (as settle_heap does at each poll).
-As it ends, the block collects the two younger generations before it freezes: what
-the other threads made and dropped meanwhile (the UI thread draws while a table
-builds) is freed, not frozen as garbage until settle_heap's periodic thaw (at 500k
-jobs the thaw walked ~14k such objects: 71 -> 46 ms, bench_tui BENCH_BREAKDOWN=1). The entries are acyclic snapshot
-data freed by reference counting, frozen or not.
+and freezes what the block made as it ends: no young collection walks the
+containers again and again while they live. Before it freezes, the block collects
+the two younger generations once: what the other threads made and dropped
+meanwhile (the UI thread draws while a table builds) is freed, not frozen as
+garbage until settle_heap's periodic thaw (in one pair of runs at 500k jobs the
+thaw 71 -> 46 ms, bench_tui BENCH_BREAKDOWN=1). That one collection walks the
+block's containers only where they are tracked: the job store's tuple is not
+(:func:`untracked`), nor is the jobs table's order (an ``array``). The entries
+are acyclic snapshot data freed by reference counting, frozen or not.
 
 Threads: the jobs table builds in a worker thread while the UI thread draws;
 nested and concurrent blocks share one state (the outermost enables again).
