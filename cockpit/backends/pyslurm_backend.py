@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from cockpit.backends._deltafeed import DeltaFeed
+from cockpit.backends._deltafeed import DeltaFeed, settled
 from cockpit.backends.base import Capabilities, streamer
 from cockpit.backends.pyslurm_map import major_minor
 from cockpit.backends.pyslurm_worker import Failed, PyslurmWorker, ThreadWorker, WorkerFailed
@@ -207,13 +207,13 @@ class PyslurmBackend:
             yield item
 
     async def _deltas(self, kind: str) -> AsyncIterator[tuple[tuple[Any, ...], bool]]:
-        feed = DeltaFeed(self._stores[kind])
+        feed = DeltaFeed(await settled(self._stores[kind]))
         reset = not self._synced[kind]
         self._synced[kind] = False
         try:
             async for delta in self.worker.deltas(kind, reset):
                 if feed.take(delta):
-                    yield feed.store.values(), False
+                    yield await feed.partial(), False
         except WorkerFailed as exc:
             feed.abandon()
             self._worker_failed(exc)
@@ -221,7 +221,7 @@ class PyslurmBackend:
         except BaseException:
             feed.abandon()
             raise
-        objs = feed.finish()
+        objs = await feed.complete()
         self._synced[kind] = True
         if feed.last is not None:
             del self.warnings[:-100]  # a long TUI session never calls snapshot(), which clears them

@@ -34,7 +34,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from cockpit.backends import slurm_json, slurm_text
-from cockpit.backends._deltafeed import DeltaFeed
+from cockpit.backends._deltafeed import DeltaFeed, settled
 from cockpit.backends.base import Capabilities
 from cockpit.runner import CommandResult
 from cockpit.backends.slurm_delta import store_for
@@ -390,7 +390,7 @@ class SlurmCliBackend:
         raw = holder[0] if not streamed and holder else await self._fetch(key)
         if not streamed:
             holder.clear()
-        store = self._stores[kind]
+        store = await settled(self._stores[kind])
         if len(raw) >= self.worker_threshold:  # a fallback: keep the event loop free
             objs = await asyncio.to_thread(self._parse_and_store, key, raw)
         else:
@@ -428,7 +428,7 @@ class SlurmCliBackend:
             # One process for jobs and nodes: requests are served one after the other,
             # and a second Python with its own peak cost ~60 MB at 10k nodes.
             worker = self.workers[kind] = next(iter(self.workers.values()), None) or ParseWorker()
-        feed = DeltaFeed(self._stores[kind])
+        feed = DeltaFeed(await settled(self._stores[kind]))
         gate = self._nodes_first
         if kind == "jobs" and feed.progressive and gate is not None and not gate.is_set():
             # One worker serves both, one request after the other: 100k jobs take it
@@ -444,11 +444,11 @@ class SlurmCliBackend:
             async for delta in worker.parse(kind, fmt, source, None if run else holder, reset=reset,
                                             run=run, on_ran=ran):
                 if feed.take(delta):
-                    yield feed.store.values(), False
+                    yield await feed.partial(), False
         except BaseException:  # a ParseError, or the command failed after sending part of its output
             feed.abandon()
             raise
-        objs = feed.finish()
+        objs = await feed.complete()
         self._synced[kind] = True
         done = feed.last  # the worker ends every answer with a Delta marked done
         self.note_warnings(kind, done.warnings)

@@ -617,6 +617,7 @@ class DeltaStore:
         self.objects: dict[Any, Any] = {}
         self._changes = 0
         self._values: tuple[Any, int, tuple[Any, ...]] | None = None  # (objects, changes, values) last returned
+        self.busy: Any = None  # a worker thread's work on this store, still running (cockpit.backends._deltafeed)
 
     def apply(self, delta: Delta) -> None:
         if delta.reset:
