@@ -34,6 +34,7 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 
 from cockpit.config import Config
+from cockpit.heap import one_malloc_arena
 from cockpit.core.actions import Actions
 from cockpit.core.poller import Poller, PollStatus, note_input
 from cockpit.models import ClusterSnapshot
@@ -108,6 +109,7 @@ class CockpitApp(App):
         telemetry, output watch, controller health and flapping marks (from its own
         config), shown while it is in front. Raises ConfigError for an unusable
         Prometheus setting of the first cluster."""
+        one_malloc_arena()  # before any thread: see cockpit.heap
         super().__init__()
         self.config = config or Config()
         self.read_only = read_only

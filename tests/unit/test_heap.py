@@ -3,11 +3,16 @@ block ends (no young collection walks it), young garbage from before the block i
 collected first, automatic collection is off inside and restored after, and small
 containers are left alone. The tables that build with it keep long int orders in an
 array the GC never walks. heap.untracked takes a tuple of untracked records (the job
-and node stores' values) out of every collection."""
+and node stores' values) out of every collection. heap.one_malloc_arena has every
+thread's malloc served from one arena (a child process counts them)."""
 
 from __future__ import annotations
 
 import gc
+import os
+import platform
+import subprocess
+import sys
 import threading
 import weakref
 from array import array
@@ -159,3 +164,40 @@ def test_cyclic_garbage_made_during_the_block_is_collected_not_frozen():
         del garbage
         big = [0] * heap.BIG
     assert gone() is None and gc.is_tracked(big) and not _tracked_young(big)
+
+
+_ARENAS = r'''
+import ctypes, sys, threading
+sys.path.insert(0, sys.argv[1])
+from cockpit.heap import one_malloc_arena
+took = one_malloc_arena() if sys.argv[2] == "one" else None
+def grab():
+    keep = [bytearray(64 * 1024) for _ in range(8)]  # under glibc's mmap threshold: from an arena
+threads = [threading.Thread(target=grab) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(took, flush=True)
+ctypes.CDLL(None).malloc_stats()  # "Arena N:" per arena, to stderr
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's malloc")
+def test_one_malloc_arena_serves_every_thread_from_one_arena():
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    root = str(Path(__file__).resolve().parents[2])
+
+    def arenas(mode):
+        out = subprocess.run([sys.executable, "-c", _ARENAS, root, mode], env=env, capture_output=True,
+                             text=True, check=True)
+        return out.stdout.strip(), out.stderr.count("Arena ")
+
+    assert arenas("one") == ("True", 1)
+    took, many = arenas("default")
+    assert took == "None" and many > 1  # the check can fail: threads get arenas of their own without it
+
+
+def test_a_sites_malloc_arena_max_is_left_alone(monkeypatch):
+    from cockpit import heap
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert heap.one_malloc_arena() is False
