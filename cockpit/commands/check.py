@@ -10,6 +10,7 @@ import json
 import sys
 
 from cockpit.errors import CHECK_UNKNOWN, EXIT_USAGE, CockpitError
+from cockpit.text import one_line
 
 
 def register(sub) -> None:
@@ -89,7 +90,7 @@ async def run_check(args, session) -> int:
         ctx = session_context(session, args.plugin, yes=bool(getattr(args, "yes", False)),
                               progress=lambda m: print(m, file=sys.stderr, flush=True))
     except CockpitError as exc:
-        print(f"cockpit: {exc}", file=sys.stderr)
+        print(f"cockpit: {one_line(str(exc))}", file=sys.stderr)
         return CHECK_UNKNOWN
     try:
         return await _run_and_print(args, ctx)
@@ -106,7 +107,7 @@ async def _run_and_print(args, ctx) -> int:
         _print_plan(args.check.name, exc, bool(getattr(args, "json", False)))
         return EXIT_USAGE
     except CockpitError as exc:
-        print(f"cockpit: {exc}", file=sys.stderr)
+        print(f"cockpit: {one_line(str(exc))}", file=sys.stderr)
         if getattr(args, "json", False):
             json.dump({"check": args.check.name, "status": "UNKNOWN", "exit_code": CHECK_UNKNOWN,
                        "summary": str(exc), "findings": [], "data": {}}, sys.stdout, indent=1)

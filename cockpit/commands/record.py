@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from cockpit.errors import EXIT_OK, CockpitError, UsageError
+from cockpit.text import one_line
 
 
 def register(sub) -> None:
@@ -42,6 +43,6 @@ async def run(args, session) -> int:
     try:  # sdiag.txt too, for `--replay DIR check scheduler` and the Pulse's controller line
         await backend.fetch_sched_stats()
     except CockpitError as exc:
-        print(f"cockpit: warning: sdiag not recorded: {exc}", file=sys.stderr)
+        print(f"cockpit: warning: sdiag not recorded: {one_line(str(exc))}", file=sys.stderr)
     print(f"recorded {', '.join(sorted(set(written)))} into {target}")
     return EXIT_OK

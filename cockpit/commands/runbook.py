@@ -17,6 +17,7 @@ import json
 import sys
 
 from cockpit.errors import CHECK_UNKNOWN, CockpitError, UsageError
+from cockpit.text import one_line
 
 
 def register(sub) -> None:
@@ -124,7 +125,7 @@ async def run_runbook(args, session) -> int:
         quiet = args.json
         ctx = build_context(session, args, lambda m: None if quiet else print(m, file=sys.stderr, flush=True))
     except CockpitError as exc:
-        print(f"cockpit: {exc}", file=sys.stderr)
+        print(f"cockpit: {one_line(str(exc))}", file=sys.stderr)
         return CHECK_UNKNOWN
     rc = RunContext(ctx, job_id=args.job, node=args.node, kernel_logs=tuple(args.kernel_log),
                     job_logs=tuple(args.job_log), smi_files=tuple(args.nvidia_smi), ib_root=args.ib_root,

@@ -172,6 +172,8 @@ def test_random_argv(argv, sealed, capsys):
     ["--config", "x" * 5000, "snapshot"],
     ["record", "here"],
     ["check", "nccl", "--num-nodes", "-5", "--yes"],
+    ["check", "layout", "--job", "\x1b"],  # a check's own error echoes argv: escaped too
+    ["runbook", "hung-job", "\x1b[2J"],
 ])
 def test_argv_found_or_feared(argv, sealed, capsys):
     rc, _out, err = _run(argv, capsys)
