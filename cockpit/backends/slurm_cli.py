@@ -109,6 +109,8 @@ class SlurmCliBackend:
         self._sizes: dict[str, int] = {}
         self._parsed_text: dict[str, tuple[Any, Any, tuple[str, ...]]] = {}  # key -> (output, parsed, warnings)
         self._nodes_first: asyncio.Event | None = None  # set once a first nodes load ended
+        self._nodes_sized: asyncio.Event | None = None  # set once that load chose where it is parsed
+        self._went_big = False  # some output reached worker_threshold: a big site
         self._offers: Any = None
         self._caps: Capabilities | None = None
 
@@ -280,15 +282,17 @@ class SlurmCliBackend:
 
     async def stream_nodes(self) -> AsyncIterator[tuple[tuple[Node, ...], bool]]:
         """Like :meth:`stream_jobs`, for nodes (scontrol JSON, else sinfo JSON)."""
-        gate = None
+        gate = sized = None
         if not self._stores["nodes"].objects:  # a first load: the jobs' first load waits for it
             gate = self._nodes_first = asyncio.Event()
+            sized = self._nodes_sized = asyncio.Event()
         try:
             async for item in self._stream_nodes():
                 yield item
         finally:
             if gate is not None:
                 gate.set()
+                sized.set()
 
     async def _stream_nodes(self) -> AsyncIterator[tuple[tuple[Node, ...], bool]]:
         if self._node_source != "sinfo.json":
@@ -321,10 +325,23 @@ class SlurmCliBackend:
             raw = await self._fetch(key)
             self._sizes[key] = len(raw)
             return [raw]
+        src = await self._choose(key)
+        if _SOURCES[key][0] == "nodes" and self._nodes_sized is not None:
+            self._nodes_sized.set()  # (a failed one: stream_nodes sets it when it ends)
+        return src
+
+    async def _choose(self, key: str) -> Any:
         spawn = getattr(self.runner, "spawn_spec", None)
-        if callable(spawn) and self._use_worker(self._sizes.get(key, 0)):
-            del self.warnings[:-100]
-            return _RunInWorker(spawn(self._argv(key), self.timeout))
+        if callable(spawn):
+            known = key in self._sizes
+            if not known and _SOURCES[key][0] == "jobs":
+                await self._wait_nodes_sized()
+            # A big site (the nodes' output alone reached the threshold): the jobs'
+            # first load runs in the worker too, so squeue's whole output (689 MB
+            # at 500k jobs) never passes through this process's event loop.
+            if self._use_worker(self._sizes.get(key, 0)) or (not known and self._went_big):
+                del self.warnings[:-100]
+                return _RunInWorker(spawn(self._argv(key), self.timeout))
         chunks = self._chunks(key)
         head: list[bytes] = []
         size = 0
@@ -332,9 +349,22 @@ class SlurmCliBackend:
             head.append(part)
             size += len(part)
             if self._use_worker(size):
+                self._went_big = True
                 return _prepend(head, chunks)
         self._sizes[key] = size
         return [b"".join(head)]
+
+    async def _wait_nodes_sized(self) -> None:
+        """A jobs' first load: wait (bounded) until a nodes' first load running beside
+        it knows whether its output is big, so the jobs' can follow its choice."""
+        await asyncio.sleep(0)  # asked together (the poller's gather): the nodes' load starts first
+        sized, gate = self._nodes_sized, self._nodes_first
+        if sized is None or sized.is_set() or gate is None or gate.is_set():
+            return
+        try:  # bounded: a nodes load stuck on its command does not hold the jobs' back for long
+            await asyncio.wait_for(sized.wait(), min(10.0, self.timeout / 3))
+        except asyncio.TimeoutError:
+            pass
 
     async def _chunks(self, key: str) -> AsyncIterator[bytes]:
         argv = self._argv(key)

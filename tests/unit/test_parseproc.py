@@ -286,3 +286,45 @@ async def test_a_first_load_parses_nodes_before_jobs_in_the_shared_worker(tmp_pa
         assert sorted(order) == ["jobs", "nodes"]
     finally:
         await backend.close()
+
+
+class ArgvRunner(LocalRunner):
+    """A LocalRunner that records which commands it streamed through this process."""
+
+    def __init__(self):
+        super().__init__()
+        self.streamed: list[str] = []
+
+    def stream(self, argv, **kw):
+        self.streamed.append(Path(argv[0]).name)
+        return super().stream(argv, **kw)
+
+
+@pytest.mark.parametrize("threshold, streamed", [
+    (1000, ["scontrol"]),  # the nodes' output is big: the jobs' first load runs in the worker
+    (15_000, ["scontrol", "squeue"]),  # it is not (10 KB): squeue's output is read here first
+])
+async def test_on_a_big_site_the_first_jobs_load_never_passes_through_this_process(tmp_path, threshold, streamed):
+    bin_dir = _cat_bins(tmp_path, SQUEUE, DATA / "slurm-24.11/scontrol-show-node.json")
+    runner = ArgvRunner()
+    backend = SlurmCliBackend(runner, bin_dir=str(bin_dir))
+    backend.worker_threshold = threshold  # squeue.json is ~20 KB, the nodes' 10 KB
+    try:
+        # jobs asked first, as the poller's gather may: their choice follows the nodes'
+        jobs, nodes = await asyncio.gather(backend.fetch_jobs(), backend.fetch_nodes())
+        assert runner.streamed == streamed
+        assert jobs == parse_squeue(SQUEUE.read_bytes()) and len(nodes) == 4
+        assert ("nodes" in backend.workers) == (threshold == 1000)  # jobs: both parsed in the worker
+    finally:
+        await backend.close()
+
+
+async def test_a_jobs_load_alone_does_not_wait_for_nodes(tmp_path):
+    bin_dir = _cat_bins(tmp_path, SQUEUE, DATA / "slurm-24.11/scontrol-show-node.json")
+    runner = ArgvRunner()
+    backend = SlurmCliBackend(runner, bin_dir=str(bin_dir))
+    try:  # no nodes load beside it: nothing to wait for (a wait would take 10 s)
+        jobs = await asyncio.wait_for(backend.fetch_jobs(), 5)
+        assert runner.streamed == ["squeue"] and len(jobs) == len(parse_squeue(SQUEUE.read_bytes()))
+    finally:
+        await backend.close()
