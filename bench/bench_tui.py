@@ -352,6 +352,7 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             parts[label].wrap(obj, name)
     gc_pauses = _GcPauses() if parts else None
     stalls = _LoopStalls() if parts else None
+    repaints = _Repaints() if parts else None
     out: dict = {}
     t0 = time.perf_counter()
     backend = SlurmCliBackend(LocalRunner(), bin_dir=str(cluster.bin), timeout=120)
@@ -367,9 +368,19 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             await asyncio.sleep(0.005)
         out["first_screen_s"] = time.perf_counter() - t0
         out["first_rows"] = table.row_count
+        if stalls is not None:  # what follows is the first load's, not the app's start
+            stalls.reset()
+            gc_pauses.reset()
         # keys from the first screen to the last row, as someone scrolling while it loads
         load_lat: list[float] = []
+        ended = None
         while table.row_count < expected:
+            if first.done():  # the table's last build may still run; a load that ended short never fills it
+                ended = ended or time.perf_counter()
+                if time.perf_counter() - ended > 60:
+                    errors = [f"{k}: {s.error}" for k, s in app.poller.status().kinds.items() if s.error]
+                    raise SystemExit(f"the first load ended with {table.row_count:,} of {expected:,} rows "
+                                     "60 s ago: " + ("; ".join(errors) or "no error reported"))
             await keys_during(probe, 0.05, load_lat)
         out["full_load_s"] = time.perf_counter() - t0
         out["load_key_p50_ms"], out["load_key_p99_ms"] = pct(load_lat, 50) * 1000, pct(load_lat, 99) * 1000
@@ -377,6 +388,8 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
         if stalls is not None:
             stalls.show("the first load")
             stalls.reset()
+            gc_pauses.show("the first load")
+            gc_pauses.reset()
         await first
         del first  # a finished task keeps its result: the first snapshot (and old job versions)
         await pilot.pause(0.2)
@@ -384,9 +397,14 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
         out["workers_loaded"] = _worker_peaks(backend)
         # the UI thread's CPU while nothing is fetched: the 1 Hz tick (header age, elapsed times)
         # and its repaints, what any second costs, refresh or not
+        if repaints is not None:
+            repaints.reset()
         c0, w0 = time.thread_time(), time.perf_counter()
         await pilot.pause(3.0)
         out["idle_ms_per_s"] = (time.thread_time() - c0) * 1000 / (time.perf_counter() - w0)
+        if repaints is not None:
+            repaints.show("3 s idle")
+            repaints.reset()
         cpu, handlers, walls = [], [], []
         for timer in parts.values():
             timer.total = 0.0
@@ -410,6 +428,7 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
             prof.disable()
             prof.dump_stats(os.environ["BENCH_PROFILE"])
         if parts:
+            repaints.show(f"the {refreshes} refreshes without keys")
             print("UI-thread CPU per refresh by part (first pass, no keys):")
             for label, timer in parts.items():
                 print(f"  {label:20s} {timer.total / refreshes * 1000:6.1f} ms")
@@ -436,12 +455,10 @@ async def bench_vtable(cluster: Cluster, n_jobs: int, refreshes: int, view_kind:
         del task
         if stalls is not None:
             stalls.show()
-            print("cyclic GC collections during them: " + ", ".join(
-                f"gen {g}: {n} x, longest {m * 1000:.1f} ms" for g, (n, t, m) in sorted(gc_pauses.by_gen.items())))
-            for took, gen, big in sorted(gc_pauses.slow, reverse=True)[:5] if gc_pauses.census else ():
-                print(f"  gen {gen} collection {took * 1000:.1f} ms; its biggest containers: {big or 'none'}")
+            gc_pauses.show("them")
         out["ui_cpu_ms"], out["ui_cpu_max_ms"] = statistics.mean(cpu) * 1000, max(cpu) * 1000
         out["ui_cpu_median_ms"] = statistics.median(cpu) * 1000
+        out["ui_cpu_each_ms"] = [c * 1000 for c in cpu]
         out["refresh_wall_s"] = statistics.mean(walls)
         out["ui_per_refresh_ms"], out["ui_per_refresh_max_ms"] = statistics.mean(handlers) * 1000, max(handlers) * 1000
         out["key_p50_ms"], out["key_p99_ms"] = pct(lat, 50) * 1000, pct(lat, 99) * 1000
@@ -461,17 +478,18 @@ class _LoopStalls:
     def __init__(self) -> None:
         import asyncio.events
 
-        self.steps: list[tuple[float, str]] = []
+        self.steps: list[tuple[float, float, str]] = []  # (wall, the UI thread's CPU, what)
         orig = asyncio.events.Handle._run
         me = self
 
         def _run(handle):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             try:
                 return orig(handle)
             finally:
                 took = time.perf_counter() - t
                 if took > 0.02:
+                    cpu = time.thread_time() - c  # the rest of ``took``: waiting (the GIL, another thread's GC)
                     cb = handle._callback
                     task = getattr(cb, "__self__", None)
                     coro = task.get_coro() if hasattr(task, "get_coro") else None
@@ -481,7 +499,7 @@ class _LoopStalls:
                         if coro.cr_frame is not None:
                             frames.append(f"{coro.cr_code.co_name}:{coro.cr_frame.f_lineno}")
                         coro = coro.cr_await
-                    me.steps.append((took, what + (" @ " + " > ".join(frames[-4:]) if frames else "")))
+                    me.steps.append((took, cpu, what + (" @ " + " > ".join(frames[-4:]) if frames else "")))
 
         asyncio.events.Handle._run = _run
 
@@ -489,9 +507,67 @@ class _LoopStalls:
         self.steps = []
 
     def show(self, during: str = "the refreshes with keys") -> None:
-        print(f"event-loop steps over 20 ms during {during}: {len(self.steps)}")
-        for took, what in sorted(self.steps, reverse=True)[:8]:
-            print(f"  {took * 1000:6.1f} ms  {what}")
+        print(f"event-loop steps over 20 ms during {during}: {len(self.steps)} (wall, of it the UI thread's CPU)")
+        for took, cpu, what in sorted(self.steps, reverse=True)[:8]:
+            print(f"  {took * 1000:6.1f} ms  {cpu * 1000:5.1f} ms  {what}")
+
+
+def _first_type(o) -> str:
+    """What a list or dict holds, by its first entry's type (the census names containers by it).
+    Not a tuple's: one still being filled (in another thread) holds NULLs, and reading one crashes."""
+    if not isinstance(o, (list, dict)):
+        return ""
+    try:
+        first = next(iter(o.items() if isinstance(o, dict) else o))
+    except StopIteration:
+        return ""
+    if isinstance(o, dict):
+        return f" ({type(first[0]).__name__}: {type(first[1]).__name__})"
+    return f" ({type(first).__name__})"
+
+
+class _Repaints:
+    """The screen's updates (Textual's Screen._on_timer_update: a layout when one is due,
+    then the dirty widgets drawn): how many, their UI-thread CPU, and which widgets."""
+
+    def __init__(self) -> None:
+        import collections
+
+        import textual.screen
+
+        self.reset()
+        orig = textual.screen.Screen._on_timer_update
+        me = self
+
+        def update(screen):
+            dirty = collections.Counter(type(w).__name__ for w in screen._dirty_widgets)
+            layout = screen._layout_required
+            c = time.thread_time()
+            try:
+                return orig(screen)
+            finally:
+                took = time.thread_time() - c
+                if threading.get_ident() == me.ui_thread:
+                    me.n += 1
+                    me.cpu += took
+                    me.layouts += bool(layout)
+                    me.layout_cpu += took if layout else 0.0
+                    for name in dirty:
+                        me.by_widget[name] += took / max(1, len(dirty))
+
+        textual.screen.Screen._on_timer_update = update
+        self.ui_thread = threading.get_ident()
+
+    def reset(self) -> None:
+        import collections
+
+        self.n, self.cpu, self.layouts, self.layout_cpu = 0, 0.0, 0, 0.0
+        self.by_widget: collections.Counter = collections.Counter()
+
+    def show(self, during: str) -> None:
+        print(f"screen updates during {during}: {self.n}, {self.cpu * 1000:.1f} ms of UI-thread CPU; "
+              f"{self.layouts} with a layout ({self.layout_cpu * 1000:.1f} ms); by dirty widget (a share of each "
+              "update's CPU): " + ", ".join(f"{k} {v * 1000:.1f}" for k, v in self.by_widget.most_common(6)))
 
 
 class _GcPauses:
@@ -510,6 +586,13 @@ class _GcPauses:
         self.by_gen = {}
         self.slow: list[tuple[float, int, str]] = []
 
+    def show(self, during: str) -> None:
+        print(f"cyclic GC collections during {during}: " + ", ".join(
+            f"gen {g}: {n} x, {t * 1000:.1f} ms, longest {m * 1000:.1f} ms"
+            for g, (n, t, m) in sorted(self.by_gen.items())))
+        for took, gen, big in sorted(self.slow, reverse=True)[:5] if self.census else ():
+            print(f"  gen {gen} collection {took * 1000:.1f} ms; its biggest containers: {big or 'none'}")
+
     def _cb(self, phase: str, info: dict) -> None:
         import gc
 
@@ -521,9 +604,9 @@ class _GcPauses:
             # costs 3-40 ms a collection: outside the pause measured here, but inside every
             # other figure (UI CPU, the thaw), so only with BENCH_GC_CENSUS=1.
             gens = range(info["generation"] + 1)
-            big = sorted(((len(o), type(o).__name__) for g in gens for o in gc.get_objects(g)
+            big = sorted(((len(o), type(o).__name__, _first_type(o)) for g in gens for o in gc.get_objects(g)
                           if isinstance(o, (tuple, list, dict, set, frozenset))), reverse=True)[:3]
-            self._big = ", ".join(f"{k} of {n:,}" for n, k in big)
+            self._big = ", ".join(f"{k} of {n:,}{f}" for n, k, f in big)
             self._start = time.perf_counter()
             return
         took = time.perf_counter() - self._start
@@ -575,11 +658,38 @@ def _gc_census(label: str) -> None:
         refs[type(o).__name__] += len(gc.get_referents(o))
         if isinstance(o, (tuple, list, dict, set, frozenset)) and len(o) >= 5000:
             big[f"{type(o).__name__} of {len(o):,}"] += 1
+    strips = _strips_held(objs)
     del objs
     print(f"{label}: the cyclic GC tracks {sum(kinds.values()):,} objects ({frozen:,} frozen) holding "
           f"{sum(refs.values()):,} references; most objects: " + ", ".join(f"{k} {n:,}" for k, n in kinds.most_common(6)))
     print("  most references: " + ", ".join(f"{k} {n:,}" for k, n in refs.most_common(6))
           + "; containers of 5,000+: " + (", ".join(f"{n} {k}" for k, n in big.most_common(8)) or "none"))
+    print(f"  Textual Strips: {strips[0]:,} (each with 7 FIFOCaches); {strips[1]:,} of them the VTables' drawn "
+          f"lines and their cached crops, over {strips[2]} tables holding {strips[3]:,} lines")
+
+
+def _strips_held(objs) -> tuple[int, int, int, int]:
+    """Strips alive; those reachable from the VTables' drawn lines (a Strip's FIFOCaches
+    keep its crops, each a Strip with its own caches); the tables; their drawn lines."""
+    from textual.strip import Strip
+
+    from cockpit.tui.widgets.vtable import VTable
+
+    total = sum(1 for o in objs if type(o) is Strip)
+    tables = [o for o in objs if isinstance(o, VTable)]
+    seen: set[int] = set()
+    todo = [d[3] for t in tables for d in t._drawn.values()]
+    while todo:
+        st = todo.pop()
+        if id(st) in seen:
+            continue
+        seen.add(id(st))
+        for name in ("_divide_cache", "_crop_cache", "_style_cache", "_filter_cache", "_line_length_cache",
+                     "_crop_extend_cache", "_offsets_cache"):
+            cache = getattr(st, name, None)
+            for v in getattr(cache, "_cache", {}).values():
+                todo.extend(v if isinstance(v, list) else [v] if isinstance(v, Strip) else [])
+    return total, len(seen), len(tables), sum(len(t._drawn) for t in tables)
 
 
 async def bench_datatable(cluster: Cluster, refreshes: int, sample: int) -> dict:
@@ -639,6 +749,8 @@ def show(title: str, r: dict) -> None:
           + (f"  [{r['first_rows']} rows; all rows at {r['full_load_s']:.2f} s]" if "first_rows" in r else ""))
     median = f"median {r['ui_cpu_median_ms']:.1f}, " if "ui_cpu_median_ms" in r else ""
     print(f"  UI-thread CPU / refresh     {r['ui_cpu_ms']:8.1f} ms  ({median}max {r['ui_cpu_max_ms']:.1f}; target <= 30 ms)")
+    if "ui_cpu_each_ms" in r:
+        print("    each refresh, in order     " + ", ".join(f"{c:.1f}" for c in r["ui_cpu_each_ms"]) + " ms")
     print(f"    of which handlers+drawing {r['ui_per_refresh_ms']:8.1f} ms  (max {r['ui_per_refresh_max_ms']:.1f})")
     if "idle_ms_per_s" in r:
         idle = r["idle_ms_per_s"] * r["refresh_wall_s"]
@@ -676,6 +788,9 @@ def main() -> None:
     ap.add_argument("--young-threshold", type=int, default=0,
                     help="also run the jobs view with this many allocations between young GC collections "
                          "(the alternative to cockpit's poller.YOUNG_THRESHOLD; Python's default is 700)")
+    ap.add_argument("--switch-interval", type=float, default=0,
+                    help="also run the jobs view with this GIL switch interval in ms (the alternative to "
+                         "cockpit.heap.UI_SWITCH_INTERVAL, 1 ms; Python's default is 5)")
     ap.add_argument("--view", choices=tuple(VIEW_KEYS), default="jobs",
                     help="the view shown while refreshing (default jobs; gpus: 8 rows a node)")
     ap.add_argument("--alternative", action="store_true",
@@ -695,6 +810,9 @@ def main() -> None:
             subprocess.run([*cmd, "--view", a.view, "--only", "vtable-alternative"], check=True)
         if a.young_threshold:
             subprocess.run([*cmd, "--view", a.view, "--only", "vtable", "--young-threshold", str(a.young_threshold)],
+                           check=True)
+        if a.switch_interval:
+            subprocess.run([*cmd, "--view", a.view, "--only", "vtable", "--switch-interval", str(a.switch_interval)],
                            check=True)
         if not a.no_datatable:
             n = a.datatable_jobs or a.jobs
@@ -717,6 +835,11 @@ def main() -> None:
 
                 poller.YOUNG_THRESHOLD = a.young_threshold
                 label = f"(alternative) the same, young GC collections every {a.young_threshold} allocations"
+            if a.switch_interval:
+                from cockpit import heap
+
+                heap.UI_SWITCH_INTERVAL = a.switch_interval / 1000
+                label = f"(alternative) the same, a GIL switch interval of {a.switch_interval:g} ms"
             show(label,
                  asyncio.run(bench_vtable(cluster, a.jobs, a.refreshes, a.view, a.nodes, alt)))
         else:

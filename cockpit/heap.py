@@ -93,6 +93,26 @@ def one_malloc_arena() -> bool:
     return mallopt(M_ARENA_MAX, 1) == 1
 
 
+UI_SWITCH_INTERVAL = 0.001  # seconds; CPython's default is 0.005
+
+
+def responsive_gil(interval: float | None = None) -> float:
+    """Shorten the interval after which a thread waiting for the GIL asks its holder to
+    let go (sys.setswitchinterval); returns the interval it was.
+
+    The UI thread gives the GIL up at every turn of the event loop (epoll_wait) and
+    waits the whole interval to get it back whenever a worker thread runs Python
+    meanwhile: unpickling the parse worker's jobs, the store's thread, the tables' and
+    the Pulse's builds. A key goes through several turns before its frame is written,
+    so during a first load at 500k jobs a key waited 5 ms a turn, many times over
+    (bench/bench_tui.py --switch-interval compares, in the same command). The
+    workers pay a few more switches; a long C call is not cut short by any interval
+    (cockpit.tui.gilshare slices those)."""
+    was = sys.getswitchinterval()
+    sys.setswitchinterval(UI_SWITCH_INTERVAL if interval is None else interval)
+    return was
+
+
 def _gc_untrack() -> Callable[[object], None] | None:
     try:
         import ctypes

@@ -34,7 +34,7 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 
 from cockpit.config import Config
-from cockpit.heap import one_malloc_arena
+from cockpit.heap import one_malloc_arena, responsive_gil
 from cockpit.core.actions import Actions
 from cockpit.core.poller import Poller, PollStatus, note_input
 from cockpit.models import ClusterSnapshot
@@ -110,6 +110,7 @@ class CockpitApp(App):
         config), shown while it is in front. Raises ConfigError for an unusable
         Prometheus setting of the first cluster."""
         one_malloc_arena()  # before any thread: see cockpit.heap
+        responsive_gil()  # keys wait less for the worker threads' GIL: see cockpit.heap
         super().__init__()
         self.config = config or Config()
         self.read_only = read_only

@@ -201,3 +201,15 @@ def test_a_sites_malloc_arena_max_is_left_alone(monkeypatch):
 
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert heap.one_malloc_arena() is False
+
+
+def test_responsive_gil_shortens_the_switch_interval_and_says_what_it_was():
+    was = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        assert heap.responsive_gil() == 0.005
+        assert sys.getswitchinterval() == pytest.approx(heap.UI_SWITCH_INTERVAL)
+        assert heap.UI_SWITCH_INTERVAL < 0.005  # shorter than CPython's default, or it would change nothing
+    finally:
+        sys.setswitchinterval(was)
+
