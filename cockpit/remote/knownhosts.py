@@ -29,13 +29,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-import asyncssh
-
 from cockpit.remote.settings import SshSettings
+
+# asyncssh is imported where it is used (cockpit.remote.pool says why).
 
 
 
 def _nothing_trusted() -> Any:
+    import asyncssh
+
     # an empty parsed list: every key refused. (b"" would not do: asyncssh reads
     # a falsy known_hosts as "use ~/.ssh/known_hosts".)
     return asyncssh.import_known_hosts("")
@@ -79,6 +81,8 @@ class KnownHostsCache:
         hit = self._parsed.get(files)
         if hit is not None and hit[0] == stamp:
             return hit[1]
+        import asyncssh
+
         parsed = asyncssh.read_known_hosts(list(files))
         self.reads += 1
         self._parsed[files] = (stamp, parsed)
@@ -100,6 +104,8 @@ class KnownHostsCache:
         of ``names`` (alias, HostName, address) at ``port``, and the names it holds one
         for; None when no file does: the key is unknown rather than changed. Files
         that cannot be read are skipped."""
+        import asyncssh
+
         for path in self.files_for(host):
             try:
                 known = asyncssh.read_known_hosts(path)

@@ -12,13 +12,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-
-import asyncssh
+from typing import TYPE_CHECKING
 
 from cockpit.runner import CommandResult
 from cockpit.errors import BackendError, CommandTimeout
 from cockpit.remote.knownhosts import KnownHostsCache
 from cockpit.remote.settings import SshSettings, describe_error, host_key_refusal, remote_command
+
+if TYPE_CHECKING:
+    import asyncssh
+
+# asyncssh is imported where a connection is opened, not with this module: with cryptography
+# it is ~27,000 objects that every full collection walks (cockpit.core.poller.settle_heap's
+# thaw), in a TUI that may never open a node (bench/bench_tui.py BENCH_BREAKDOWN=1).
 
 
 class SshError(BackendError):
@@ -55,6 +61,8 @@ class SshPool:
             raise
 
     async def _open(self, host: str) -> asyncssh.SSHClientConnection:
+        import asyncssh
+
         s = self.settings
         tunnel = None
         if s.jump_host and host != s.jump_host:
@@ -94,6 +102,8 @@ class SshPool:
         """Run argv on host (every argument shlex-quoted). A non-zero exit
         (127 for a missing program) is returned; raises SshError (connection)
         or CommandTimeout."""
+        import asyncssh
+
         argv = tuple(str(a) for a in argv)
         limit = self.settings.command_timeout if timeout is None else timeout
         start = time.monotonic()
@@ -112,6 +122,8 @@ class SshPool:
 
     async def close(self) -> None:
         """Close every connection (jump host last, since the others ride on it)."""
+        import asyncssh
+
         self._closed = True
         tasks = list(self._conns.items())
         self._conns.clear()

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import asyncssh
-
+# asyncssh is imported where it is used (cockpit.remote.pool says why).
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 # AES-GCM first: in asyncssh chacha20-poly1305 builds a cipher context per
 # packet and was ~20% of the client CPU of a 100-node fan-out (profiled);
@@ -149,6 +148,8 @@ def host_key_refusal(settings: SshSettings, host: str, known: Any) -> str:
         holder = known.holder(host, names, port)
         files = known.files_for(host)
     except Exception:  # messages must never fail because the config is odd
+        import asyncssh
+
         return describe_error(settings, host, asyncssh.HostKeyNotVerifiable("host key not verifiable"))
     def entry(name: str) -> str:  # how known_hosts names a host on this port
         return f"[{name}]:{port}" if port != 22 else name
@@ -175,6 +176,8 @@ def host_key_refusal(settings: SshSettings, host: str, known: Any) -> str:
 
 def describe_error(settings: SshSettings, host: str, exc: BaseException) -> str:
     """One line naming the host and the cause; never a traceback."""
+    import asyncssh
+
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         return (
             f"ssh {host}: host key unknown or changed, refused "

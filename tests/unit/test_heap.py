@@ -213,3 +213,30 @@ def test_responsive_gil_shortens_the_switch_interval_and_says_what_it_was():
     finally:
         sys.setswitchinterval(was)
 
+
+_TUI_START = r'''
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from cockpit.backends.slurm_cli import SlurmCliBackend
+from cockpit.runner import LocalRunner
+from cockpit.tui.app import CockpitApp
+
+async def main():
+    app = CockpitApp(SlurmCliBackend(LocalRunner(), bin_dir="/nonexistent"), poll=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("5")
+        await pilot.pause(0.2)
+        print(sys.getswitchinterval(), "asyncssh" in sys.modules, "cryptography" in sys.modules)
+
+asyncio.run(main())
+'''
+
+
+def test_the_tui_starts_without_asyncssh_and_with_the_shorter_switch_interval():
+    # asyncssh with cryptography is ~27,000 objects that every thaw's full collection walks;
+    # it is imported when a node is first opened over SSH (cockpit.remote.pool).
+    root = str(Path(__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-c", _TUI_START, root], capture_output=True, text=True, timeout=120,
+                         check=True)
+    interval, ssh, crypto = out.stdout.split()
+    assert (float(interval), ssh, crypto) == (heap.UI_SWITCH_INTERVAL, "False", "False")
