@@ -93,7 +93,7 @@ def one_malloc_arena() -> bool:
     return mallopt(M_ARENA_MAX, 1) == 1
 
 
-UI_SWITCH_INTERVAL = 0.001  # seconds; CPython's default is 0.005
+UI_SWITCH_INTERVAL = 0.002  # seconds; CPython's default is 0.005
 
 
 def responsive_gil(interval: float | None = None) -> float:
@@ -105,9 +105,13 @@ def responsive_gil(interval: float | None = None) -> float:
     meanwhile: unpickling the parse worker's jobs, the store's thread, the tables' and
     the Pulse's builds. A key goes through several turns before its frame is written,
     so during a first load at 500k jobs a key waited 5 ms a turn, many times over
-    (bench/bench_tui.py --switch-interval compares, in the same command). The
-    workers pay a few more switches; a long C call is not cut short by any interval
-    (cockpit.tui.gilshare slices those)."""
+    (bench/bench_tui.py --switch-interval compares, in the same command: key p99
+    during the first load 58.6 ms at 1 ms against 108.1 at 5). 2 ms rather than 1:
+    while a worker thread is inside one long C call the UI thread wakes every
+    interval to ask again, and those wake-ups are its CPU; in two pairs of runs 2 ms
+    gave the same keys within the noise (p99 38-55 against 38-66 ms) and a lower UI
+    CPU median a refresh (41-52 against 53-56 ms). No interval cuts a long C call
+    short (cockpit.tui.gilshare slices those)."""
     was = sys.getswitchinterval()
     sys.setswitchinterval(UI_SWITCH_INTERVAL if interval is None else interval)
     return was
