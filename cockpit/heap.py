@@ -96,9 +96,9 @@ def one_malloc_arena() -> bool:
 UI_SWITCH_INTERVAL = 0.002  # seconds; CPython's default is 0.005
 
 
-def responsive_gil(interval: float | None = None) -> float:
+def responsive_gil() -> float:
     """Shorten the interval after which a thread waiting for the GIL asks its holder to
-    let go (sys.setswitchinterval); returns the interval it was.
+    let go (sys.setswitchinterval) to UI_SWITCH_INTERVAL; returns the interval it was.
 
     The UI thread gives the GIL up at every turn of the event loop (epoll_wait) and
     waits the whole interval to get it back whenever a worker thread runs Python
@@ -113,7 +113,7 @@ def responsive_gil(interval: float | None = None) -> float:
     CPU median a refresh (41-52 against 53-56 ms). No interval cuts a long C call
     short (cockpit.tui.gilshare slices those)."""
     was = sys.getswitchinterval()
-    sys.setswitchinterval(UI_SWITCH_INTERVAL if interval is None else interval)
+    sys.setswitchinterval(UI_SWITCH_INTERVAL)
     return was
 
 

@@ -34,7 +34,6 @@ from cockpit.remote.settings import SshSettings
 # asyncssh is imported where it is used (cockpit.remote.pool says why).
 
 
-
 def _nothing_trusted() -> Any:
     import asyncssh
 
