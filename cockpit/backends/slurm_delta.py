@@ -36,6 +36,7 @@ from cockpit.backends import slurm_json
 from cockpit.backends.slurm_json_common import RECORD_ERRORS, get_record, record_name, slurm_errors, why_unread
 from cockpit.backends.slurm_json_nodes import node_from_record
 from cockpit.backends.slurm_json_fast import JobRecord, msgspec
+from cockpit.changelog import ChangeLog
 from cockpit.errors import ParseError
 from cockpit.heap import built_outside_gc, untracked
 from cockpit.models import GpuGroup, Job, JobGpus, Node, SharedGres, record_fields
@@ -618,17 +619,24 @@ class DeltaStore:
         self._changes = 0
         self._values: tuple[Any, int, tuple[Any, ...]] | None = None  # (objects, changes, values) last returned
         self.busy: Any = None  # a worker thread's work on this store, still running (cockpit.backends._deltafeed)
+        self.log = ChangeLog()  # what changed between the values tuples handed out, for the views
 
     def apply(self, delta: Delta) -> None:
+        log = self.log
         if delta.reset:
             self.objects = {}
+            log.lost()
         objs, key = self.objects, self.key
         if delta.removed or delta.upserts:
             self._changes += 1
         for k in delta.removed:
-            objs.pop(k, None)
-        for obj in delta.upserts:
-            objs[key(obj)] = obj
+            old = objs.pop(k, None)
+            if old is not None:
+                log.remove(k, old)
+        if delta.upserts:
+            pairs = list(zip(map(key, delta.upserts), delta.upserts))
+            objs.update(pairs)
+            log.upsert(pairs)
 
     def values(self) -> tuple[Any, ...]:
         """The objects in order; the same tuple again while nothing changed
@@ -638,11 +646,15 @@ class DeltaStore:
             return last[2]
         with built_outside_gc(len(self.objects)):
             values = untracked(tuple(self.objects.values()))  # Jobs and Nodes: gc=False Structs
+        if last is not None and last[0] is not self.objects:
+            self.log.lost()  # the objects dict was replaced: by replace(), abandon() or a reset
         self._values = (self.objects, self._changes, values)
+        self.log.publish(values)
         return values
 
     def replace(self, objects: tuple[Any, ...]) -> None:
         """Take a result parsed elsewhere (in-process), keeping unchanged objects' identity."""
+        self.log.lost()
         old, key = self.objects, self.key
         new = {}
         for obj in objects:

@@ -5,9 +5,13 @@ hands the returned :class:`~cockpit.tui.rows.TableData` to its VTable.
 
 Per refresh, with 100k jobs of which 1% changed:
 
-* what changed is found with C-level passes (``map``/``compress`` over the
-  object identities the backend keeps for unchanged objects), not a Python loop
-  over every row; a backend that rebuilds every object falls back to ``==``;
+* what changed is what the store's change log says changed, when the objects
+  are a store's values tuple and the table read that store's values last
+  (cockpit/changelog.py): no pass over every row at all. Otherwise (a first load,
+  a reset, objects the view made itself) it is found with C-level passes
+  (``map``/``compress`` over the object identities the backend keeps for
+  unchanged objects), not a Python loop over every row; a backend that rebuilds
+  every object falls back to ``==``;
 * only changed objects get a new Row;
 * the filter is evaluated for changed rows only;
 * the widest cell of each column (what the table's layout needs) grows with the
@@ -28,6 +32,7 @@ from itertools import compress, islice
 from operator import is_not
 from typing import Any
 
+from cockpit.changelog import Follower
 from cockpit.core.filtering import natural_key
 from cockpit.heap import BIG, built_outside_gc
 from cockpit.tui.columns import data_widths, grow_widths
@@ -42,7 +47,7 @@ class LiveTable:
     """Rows by key with a filtered and sorted order; not thread-safe (one builder at a time)."""
 
     __slots__ = ("build", "key", "_objs", "_rows", "_pred", "_field", "_reverse", "_config",
-                 "_kept", "_present", "_missing", "_stale_order", "_widths", "_shared")
+                 "_kept", "_present", "_missing", "_stale_order", "_widths", "_shared", "_follow")
 
     def __init__(self, build: Callable[[Any], Row], key: Callable[[Any], Any]) -> None:
         self.build, self.key = build, key
@@ -58,6 +63,7 @@ class LiveTable:
         self._stale_order = True
         self._widths: list[int] = []
         self._shared = False  # _rows was handed to a TableData: copied before it changes
+        self._follow = Follower()  # where the objects came from: the store's changes (cockpit.changelog)
 
     # -- configuration ------------------------------------------------------
     def configure(self, query: str, predicate: Any, field: int | None, reverse: bool) -> None:
@@ -73,7 +79,7 @@ class LiveTable:
     def update(self, objects: Sequence[Any]) -> TableData:
         """Take the current objects and return what the table shows (its lists
         of every key and its order built out of the cyclic GC's walks: cockpit.heap)."""
-        with built_outside_gc(len(objects)):
+        with self._follow.taking(), built_outside_gc(len(objects)):
             return self._update(objects)
 
     def _update(self, objects: Sequence[Any]) -> TableData:
@@ -113,23 +119,10 @@ class LiveTable:
 
     def _diff(self, objects: Sequence[Any]) -> tuple[list[tuple[Any, Any]], list[Any]]:
         """(changed or new (key, object) pairs, removed keys)."""
-        objs = self._objs
-        keys = mapped(self.key, objects)  # in slices: the UI thread can take the GIL between them
-        olds = mapped(objs.get, keys)
-        changed = []
-        new = 0
-        for i in compress(range(len(keys)), map(is_not, olds, objects)):
-            old, obj = olds[i], objects[i]
-            if old is None:
-                new += 1
-            elif old == obj:  # equal but rebuilt: remember the new identity only
-                objs[keys[i]] = obj
-                continue
-            changed.append((keys[i], obj))
-        removed: list[Any] = []
-        if len(objs) + new != len(keys):
-            removed = missing_from(objs, key_set(keys))
-        return changed, removed
+        changed, rebuilt, removed = find_changes(objects, self.key, self._objs, self._follow)
+        for k, obj in rebuilt:  # equal but rebuilt: remember the new identity only
+            self._objs[k] = obj
+        return [(k, obj) for k, _old, obj in changed], removed
 
     def _apply_rows(self, changed: list[tuple[Any, Any]], removed: list[Any]) -> None:
         if self._shared and (changed or removed):  # copy on write: the table may be drawing it
@@ -220,6 +213,42 @@ class LiveTable:
                 keys.reverse()
             order = _packed(keys)
         return TableData(rows, order, Positions(order), len(rows), tuple(self._widths))
+
+
+def find_changes(objects: Sequence[Any], key: Callable[[Any], Any], objs: dict[Any, Any],
+                 follow: Follower) -> tuple[list[tuple[Any, Any, Any]], list[tuple[Any, Any]], list[Any]]:
+    """What ``objects`` changed against ``objs`` (key -> the object taken last):
+    (changed or new as (key, old or None, new), rebuilt equal as (key, new), removed keys).
+
+    When ``objects`` is a store's values tuple and ``follow`` read the store's values
+    last time, the store's change log says which objects to look at
+    (cockpit.changelog): work follows what changed. Otherwise a pass over every object,
+    C-level, in slices. Either way ``objs`` is not changed here."""
+    delta = follow.changes(objects)
+    if delta is not None:
+        candidates: Sequence[Any] = list(delta.upserts.values())
+        keys: list[Any] = list(map(key, candidates))
+        olds = list(map(objs.get, keys))
+        back = delta.upserts  # gone and back: changed, where it was (as a full pass finds it)
+        removed = [k for k in map(key, [o for sk, o in delta.gone.items() if sk not in back]) if k in objs]
+    else:
+        candidates = objects
+        keys = mapped(key, objects)  # in slices: the UI thread can take the GIL between them
+        olds = mapped(objs.get, keys)
+        removed = []
+    changed, rebuilt = [], []
+    new = 0
+    for i in compress(range(len(keys)), map(is_not, olds, candidates)):
+        old, obj = olds[i], candidates[i]
+        if old is None:
+            new += 1
+        elif old == obj:
+            rebuilt.append((keys[i], obj))
+            continue
+        changed.append((keys[i], old, obj))
+    if delta is None and len(objs) + new != len(keys):
+        removed = missing_from(objs, key_set(keys))
+    return changed, rebuilt, removed
 
 
 def _packed(keys: list[Any]) -> Sequence[Any]:

@@ -2,9 +2,11 @@
 
 At 500k jobs, recomputing the Pulse over every job of every snapshot took 46% of
 the app's time during the first load (issue #24). :class:`JobIndex` takes each
-snapshot's jobs and finds what changed with C-level passes over the object
-identities the backend keeps for unchanged jobs (as cockpit/tui/livetable.py
-does); only the changed jobs are then looked at in Python. It keeps:
+snapshot's jobs and finds what changed as the jobs table does
+(:func:`cockpit.tui.livetable.find_changes`): from the job store's change log
+when it follows the store, else with C-level passes over the object identities
+the backend keeps for unchanged jobs; only the changed jobs are then looked at
+in Python. It keeps:
 
 * the running jobs, by the nodes of their GPUs (the suspects that GPU telemetry
   can convict), by (user, name) (those a usual run time can) and by GPU count
@@ -21,13 +23,13 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress
-from operator import attrgetter, is_not
+from operator import attrgetter
 from typing import Any
 
+from cockpit.changelog import Follower
 from cockpit.heap import built_outside_gc
 from cockpit.models import Job
-from cockpit.tui.gilshare import key_set, mapped, missing_from
+from cockpit.tui.livetable import find_changes
 
 _ID = attrgetter("job_id")
 
@@ -92,32 +94,23 @@ class JobIndex:
         self.by_name = _Ids()  # (user, name) as _name_key -> running job id(s)
         self.by_gpus: dict[int, dict[int, None]] = {}  # GPU count -> running jobs with nodes (as keys)
         self.pending: Counter[str] = Counter()  # pending jobs by reason
+        self._follow = Follower()  # the job store's changes (cockpit.changelog)
 
     # -- taking a snapshot ----------------------------------------------------
     def update(self, jobs: Sequence[Job]) -> tuple[list[tuple[Job | None, Job]], list[Job]]:
         """Take the jobs of a snapshot. Returns (the changed and new jobs as (old or
-        None, new), in the snapshot's order; the jobs that left, in the old order).
-        Its lists of every job are built out of the cyclic GC's walks (cockpit.heap)."""
-        with built_outside_gc(len(jobs)):
+        None, new); the jobs that left). Its lists of every job are built out of the
+        cyclic GC's walks (cockpit.heap)."""
+        with self._follow.taking(), built_outside_gc(len(jobs)):
             return self._update(jobs)
 
     def _update(self, jobs: Sequence[Job]) -> tuple[list[tuple[Job | None, Job]], list[Job]]:
         objs = self.jobs
-        keys = mapped(_ID, jobs)  # in slices: the UI thread can take the GIL between them
-        olds = mapped(objs.get, keys)
-        changed: list[tuple[Job | None, Job]] = []
-        new = 0
-        for i in compress(range(len(keys)), map(is_not, olds, jobs)):
-            old, job = olds[i], jobs[i]
-            if old is None:
-                new += 1
-            elif old == job:  # equal but rebuilt: the new identity only
-                self._put(job)
-                continue
-            changed.append((old, job))
-        left: list[Job] = []
-        if len(objs) + new != len(keys):
-            left = list(map(objs.__getitem__, missing_from(objs, key_set(keys))))
+        found, rebuilt, removed = find_changes(jobs, _ID, objs, self._follow)
+        for _k, job in rebuilt:  # equal but rebuilt: the new identity only
+            self._put(job)
+        changed = [(old, job) for _k, old, job in found]
+        left = list(map(objs.__getitem__, removed))
         for old in left:
             self._unindex(old)
             del objs[old.job_id]
