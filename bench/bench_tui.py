@@ -661,10 +661,26 @@ def _gc_census(label: str) -> None:
     kinds = collections.Counter(type(o).__name__ for o in objs)
     refs = collections.Counter()
     big = collections.Counter()
+    held = {}  # id of a big container -> where it is held (a dict's key: an attribute, mostly)
     for o in objs:
         refs[type(o).__name__] += len(gc.get_referents(o))
         if isinstance(o, (tuple, list, dict, set, frozenset)) and len(o) >= 5000:
-            big[f"{type(o).__name__} of {len(o):,}"] += 1
+            held[id(o)] = "?"
+    for o in objs:
+        if type(o) is dict and held:
+            for k, v in o.items():
+                if id(v) in held and isinstance(k, str):
+                    held[id(v)] = k
+    for o in objs:
+        if id(o) in held:
+            if held[id(o)] == "?":  # held by an object with slots, or a tuple: its type
+                gc.unfreeze()  # get_referrers does not look in the permanent generation
+                owners = [r for r in gc.get_referrers(o) if r is not objs]
+                gc.freeze()
+                sample = next(iter(o.items() if isinstance(o, dict) else o))
+                held[id(o)] = ("in " + "/".join(sorted({type(r).__qualname__ for r in owners}))[:60]
+                               + f", e.g. {ascii(sample)[:60]}")
+            big[f"{type(o).__name__} of {len(o):,} ({held[id(o)]})"] += 1
     strips = _strips_held(objs)
     del objs
     print(f"{label}: the cyclic GC tracks {sum(kinds.values()):,} objects ({frozen:,} frozen) holding "

@@ -104,7 +104,7 @@ def test_the_pulse_from_deltas_equals_a_full_pass(steps):
         # in another order than they came (the index keeps the order they came in)
         assert {k: sorted(v) for k, v in tracker.usual._runs.items()} == \
             {k: sorted(v) for k, v in full.usual._runs.items()}
-        assert dict(tracker.gone) == dict(full.gone)
+        assert dict(tracker.gone.items()) == dict(full.gone)
         assert tracker.newest == full.newest
         jobs_now = {j.job_id: j for j in snap.jobs}
         silent = {jid for jid, t in outputs.items() if jid in jobs_now and NOW + i - t >= 600.0}
@@ -148,3 +148,32 @@ def test_the_running_jobs_indexes_are_dicts_a_full_collection_need_not_walk():
     index.update([j for j in jobs if j not in same])
     assert named("u0", "job0") == [] and len(index.by_name) == len({(j.user, j.name) for j in jobs} - {("u0", "job0")})
     assert sorted(index.by_gpus[2]) == sorted(j.job_id for j in jobs if j not in same)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 30), max_size=300), st.integers(1, 12))
+def test_departures_keep_the_latest_as_an_ordered_dict_would_and_stay_untracked(ids, cap):
+    """The jobs that left the queue (MAX_GONE of them): first in, first dropped; leaving
+    again keeps the first place. Nothing in it is a container the cyclic GC walks."""
+    import gc
+
+    gone, want = pulsedata.Departures(cap), OrderedDict()
+    for t, jid in enumerate(ids):
+        gone.add(jid, float(t))
+        want[jid] = float(t)
+        while len(want) > cap:
+            want.popitem(last=False)
+        assert len(gone) == len(want)
+    assert gone.items() == list(want.items())
+    assert all(gone.get(j) == want.get(j) for j in range(32))
+    gc.collect()
+    assert not gc.is_tracked(gone._when)
+    assert len(gc.get_referents(gone._order)) <= 1  # an array: its type at most, never its ids
+
+
+def test_departures_drop_the_ids_they_no_longer_hold_from_their_order():
+    gone = pulsedata.Departures(100)
+    for jid in range(20_000):
+        gone.add(jid, 1.0)
+    assert len(gone) == 100 and len(gone._order) < 2 * 4096 + 200
+    assert [j for j, _t in gone.items()] == list(range(19_900, 20_000))
