@@ -230,7 +230,7 @@ def find_changes(objects: Sequence[Any], key: Callable[[Any], Any], objs: dict[A
         keys: list[Any] = list(map(key, candidates))
         olds = list(map(objs.get, keys))
         back = delta.upserts  # gone and back: changed, where it was (as a full pass finds it)
-        removed = [k for k in map(key, [o for sk, o in delta.gone.items() if sk not in back]) if k in objs]
+        removed = [k for sk, o in delta.gone.items() if sk not in back and (k := key(o)) in objs]
     else:
         candidates = objects
         keys = mapped(key, objects)  # in slices: the UI thread can take the GIL between them

@@ -31,9 +31,9 @@ class Departures:
     """Job id -> when it left the queue, the MAX_GONE latest (the first to leave go
     first; leaving again keeps the first place), in containers the cyclic GC does not
     walk: a dict of ints to floats (untracked) and an ``array`` of the ids in order
-    (its type is its one reference). As an
-    OrderedDict (always tracked) the 100k ids of an hour at a big site were 300k
-    references that every full collection (settle_heap's thaw) walked."""
+    (its type is its one reference). As an OrderedDict (always tracked) the 100k ids
+    of an hour at a big site were 300k references that every full collection
+    (settle_heap's thaw) walked."""
 
     __slots__ = ("_when", "_order", "_head", "cap")
 
