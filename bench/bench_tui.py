@@ -640,24 +640,21 @@ def _full_gc_ms() -> float:
         import gc
 
         _gc_census("after it")
-        gc.unfreeze()
         t = time.perf_counter()
         gc.collect()  # what is left to walk: the floor of every later thaw
         print(f"  a second full collection at once: {(time.perf_counter() - t) * 1000:.1f} ms")
-        gc.freeze()
     return took
 
 
 def _gc_census(label: str) -> None:
-    """What a thaw walks (BENCH_BREAKDOWN): every tracked object, frozen ones included,
-    the references they hold by type, and the containers of 5,000 entries or more."""
+    """What a thaw walks (BENCH_BREAKDOWN): every tracked object outside the program's
+    frozen heap (cockpit.heap.freeze_program: never walked again, so not listed), the
+    references they hold by type, and the containers of 5,000 entries or more."""
     import collections
     import gc
 
     frozen = gc.get_freeze_count()
-    gc.unfreeze()
     objs = gc.get_objects()
-    gc.freeze()
     kinds = collections.Counter(type(o).__name__ for o in objs)
     refs = collections.Counter()
     big = collections.Counter()
@@ -674,16 +671,14 @@ def _gc_census(label: str) -> None:
     for o in objs:
         if id(o) in held:
             if held[id(o)] == "?":  # held by an object with slots, or a tuple: its type
-                gc.unfreeze()  # get_referrers does not look in the permanent generation
-                owners = [r for r in gc.get_referrers(o) if r is not objs]
-                gc.freeze()
+                owners = [r for r in gc.get_referrers(o) if r is not objs]  # not the frozen program's
                 sample = next(iter(o.items() if isinstance(o, dict) else o))
                 held[id(o)] = ("in " + "/".join(sorted({type(r).__qualname__ for r in owners}))[:60]
                                + f", e.g. {ascii(sample)[:60]}")
             big[f"{type(o).__name__} of {len(o):,} ({held[id(o)]})"] += 1
     strips = _strips_held(objs)
     del objs
-    print(f"{label}: the cyclic GC tracks {sum(kinds.values()):,} objects ({frozen:,} frozen) holding "
+    print(f"{label}: a thaw walks {sum(kinds.values()):,} objects (and not the program's {frozen:,} frozen) holding "
           f"{sum(refs.values()):,} references; most objects: " + ", ".join(f"{k} {n:,}" for k, n in kinds.most_common(6)))
     print("  most references: " + ", ".join(f"{k} {n:,}" for k, n in refs.most_common(6))
           + "; containers of 5,000+: " + (", ".join(f"{n} {k}" for k, n in big.most_common(8)) or "none"))

@@ -2,23 +2,21 @@
 
 At 500k jobs a refresh makes a few containers with an entry per job: the job
 store's values tuple, the jobs table's key lists and its order. A new container
-is young; every collection of the youngest generation until it is frozen walks
-it (three passes over its entries, each touching the entry's object: a cache
-miss apiece), and settle_heap's collection at the next poll walked them all:
-124 ms of the UI thread per refresh at 500k jobs (bench/bench_tui.py
+is young; every collection of the youngest generation walks it until it moves on
+(three passes over its entries, each touching the entry's object: a cache miss
+apiece): 124 ms of the UI thread per refresh at 500k jobs (bench/bench_tui.py
 BENCH_BREAKDOWN=1), 20 ms at 100k.
 
 :func:`built_outside_gc` collects the youngest generation first (what is young
 then is small: cheap), keeps automatic collections off while the block builds,
-and freezes what the block made as it ends: no young collection walks the
-containers again and again while they live. Before it freezes, the block collects
-the two younger generations once: what the other threads made and dropped
-meanwhile (the UI thread draws while a table builds) is freed, not frozen as
-garbage until settle_heap's periodic thaw (in one pair of runs at 500k jobs the
-thaw 71 -> 46 ms, bench_tui BENCH_BREAKDOWN=1). That one collection walks the
-block's containers only where they are tracked: the job store's tuple is not
-(:func:`untracked`), nor is the jobs table's order (an ``array``). The entries
-are acyclic snapshot data freed by reference counting, frozen or not.
+and collects the two younger generations once as it ends: what the other threads
+made and dropped meanwhile (the UI thread draws while a table builds) is freed,
+and what the block made moves to the oldest generation, which no young collection
+walks. Once the program is frozen (:func:`freeze_program`) the oldest generation
+is walked only by the poller's periodic thaw (cockpit.core.poller.settle_heap).
+That one collection walks the block's containers only where they are tracked: the
+job store's tuple is not (:func:`untracked`), nor is the jobs table's order (an
+``array``). The entries are acyclic snapshot data freed by reference counting.
 
 Threads: the jobs table builds in a worker thread while the UI thread draws;
 nested and concurrent blocks share one state (the outermost enables again).
@@ -42,7 +40,8 @@ _was_enabled = True
 
 @contextmanager
 def built_outside_gc(size: int = BIG) -> Iterator[None]:
-    """Build a container of ``size`` entries inside this block; below BIG, a plain block."""
+    """Build a container of ``size`` entries inside this block; below BIG, a plain block.
+    Its surviving containers end in the oldest generation."""
     global _depth, _was_enabled
     if size < BIG:
         yield
@@ -59,8 +58,7 @@ def built_outside_gc(size: int = BIG) -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0:
-                gc.collect(1)  # what the other threads made and dropped meanwhile: not frozen as garbage
-                gc.freeze()
+                gc.collect(1)  # freed: what the others made and dropped meanwhile; the rest moves on to the oldest
                 if _was_enabled:
                     gc.enable()
 
@@ -144,3 +142,34 @@ def untracked(values: tuple[Any, ...]) -> tuple[Any, ...]:
             and not gc.is_tracked(values[0]) and not gc.is_tracked(values[-1])):  # the promise, spot-checked
         _untrack(values)
     return values
+
+
+
+# gen-1 collections before an automatic full one: never. Once the program is frozen,
+# a full collection runs only when the poller's settle_heap schedules its thaw.
+NEVER = 1 << 30
+_program = [False]  # freeze_program has run in this process
+
+
+def program_frozen() -> bool:
+    """Whether :func:`freeze_program` has run in this process."""
+    return _program[0]
+
+
+def freeze_program(young_threshold: int) -> None:
+    """Collect everything once, freeze what is alive for good, and leave full collections
+    to the caller (cockpit.core.poller.settle_heap's thaw); young collections every
+    ``young_threshold`` allocations.
+
+    Called once the app is up, at its first data: what is alive then is the program
+    itself (modules, classes, functions, the app and its screens: ~73k tracked objects
+    at 500k jobs) and stays alive; no later collection walks it again. Every full
+    collection before walked it all: the thaw at 500k jobs walked ~98k objects, 37-107 ms
+    (bench/bench_tui.py, BENCH_BREAKDOWN=1), and now walks what the program made since
+    (~13-26k objects, mostly Textual's render caches): 12.6 ms. What is alive then and
+    dropped later inside a reference cycle stays (once: a screen of the start, say).
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(young_threshold, gc.get_threshold()[1], NEVER)
+    _program[0] = True

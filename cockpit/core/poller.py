@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cockpit import heap
 from cockpit.backends.base import RESOURCE_KINDS, Backend, fetcher, streamer
 from cockpit.models import ClusterSnapshot, Topology
 
@@ -107,44 +108,39 @@ class NodeKind:
 
 
 def settle_heap() -> None:
-    """Move what survived so far out of the cyclic GC's reach.
+    """Keep the cyclic GC's walks to what is new, at each poll.
 
-    At 100k jobs the app holds millions of objects; a full (generation 2)
-    collection that walks them all takes ~0.3 s, and every key waits. Snapshot
-    data is acyclic and freed by reference counting, so frozen objects cost
-    nothing but the scan they are spared. Each poll: a collection of every
-    generation, which walks only what is not frozen (what the seconds since the last
-    freeze made: the snapshot's big tuples are untracked, cockpit.heap.untracked),
-    then freeze. Cyclic garbage made since the last freeze is freed there, not frozen
-    (BENCH_BREAKDOWN at 500k jobs: 0.5 ms a refresh; the thaw 71 -> 46 ms, since less
-    garbage is frozen. Once the stores' tuples were tracked, such a collection cost
-    52 ms a refresh at 100k, and only the youngest generation was collected.)
+    At 100k jobs the app holds millions of objects; a collection that walked them all
+    took ~0.3 s, and every key waited. Snapshot data is acyclic, mostly untracked, and
+    freed by reference counting. The first call freezes the program itself for good
+    (cockpit.heap.freeze_program: modules, classes, the app and its screens, ~73k
+    tracked objects); from then on each poll collects the two younger generations
+    (what the seconds since the last poll made: its cyclic garbage is freed, what
+    survives moves to the oldest generation, which no young collection walks), and
+    automatic full collections are off.
 
-    Cyclic garbage that was alive at a freeze and dropped later (a Textual worker
-    that ran across a freeze and ended, a closed screen) is frozen with the rest
-    and stays until a thaw: everything is thawed and fully collected as often as
-    that costs at most THAW_SHARE of the time (a 0.3 s thaw at 100k jobs: every
-    5 minutes), but not more often than every THAW_EVERY_MIN seconds (small
-    clusters: once a minute) and not less often than every THAW_EVERY_MAX. The
-    30-minute soak (bench/bench_soak.py) grew 88 MB/hour with an hourly thaw.
-
-    A thaw holds the UI thread (~46 ms at 500k jobs, bench_tui): a due one waits for a quiet
-    moment, THAW_QUIET seconds after the last key or mouse event (note_input), but
-    not longer than THAW_DEFER_MAX past its time.
+    Cyclic garbage that reached the oldest generation (a Textual worker that ran across
+    a poll and ended, a closed screen, Textual's render caches) stays until a thaw: a
+    full collection, which walks what the program made since it was frozen and still
+    holds (~13-26k objects at 500k jobs: 12.6 ms, bench_tui; it was ~98k and 37-107 ms
+    while it walked the program too). It runs as often as that costs at most
+    THAW_SHARE of the time, but not more often than every THAW_EVERY_MIN seconds and
+    not less often than every THAW_EVERY_MAX. A due thaw waits for a quiet moment,
+    THAW_QUIET seconds after the last key or mouse event (note_input), but not longer
+    than THAW_DEFER_MAX past its time.
     """
     global _next_thaw
-    if gc.get_threshold()[0] != YOUNG_THRESHOLD:
-        gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+    if not heap.program_frozen():
+        heap.freeze_program(YOUNG_THRESHOLD)
+        return
     now = time.monotonic()
     if now >= _next_thaw and (now - _last_input >= THAW_QUIET or now >= _next_thaw + THAW_DEFER_MAX):
         start = time.perf_counter()
-        gc.unfreeze()
-        gc.collect()
+        gc.collect(2)
         cost = time.perf_counter() - start
         _next_thaw = now + min(THAW_EVERY_MAX, max(THAW_EVERY_MIN, cost / THAW_SHARE))
     else:
-        gc.collect(2)  # the oldest generation too: only what the last freeze left out (small, seconds' worth)
-    gc.freeze()
+        gc.collect(1)
 
 
 # Allocations between two collections of the youngest generation (Python's default: 700).
@@ -207,6 +203,7 @@ class Poller:
         self._asked: dict[str, set[str]] = {k: set() for k in self.node_kinds}
         self._node_tasks: dict[str, asyncio.Future] = {}
         self._data: dict[str, Any] = {"nodes": (), "jobs": (), "partitions": (), "topology": Topology()}
+        self._loading: set[str] = set()  # kinds whose data so far is part of a first load (published as it comes)
         self._paused = False
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()  # a poll never overlaps the previous one
@@ -314,13 +311,17 @@ class Poller:
     async def _consume(self, kind: str, items: Any) -> Any:
         """The complete result of a stream; partial ones are published on the way."""
         data: Any = self._data[kind]
-        async for data, complete in items:
-            if not complete:
-                self._data[kind] = data
-                settle_heap()
-                result = self.on_update(self.snapshot(), self.status())
-                if asyncio.iscoroutine(result):
-                    await result
+        try:
+            async for data, complete in items:
+                if not complete:
+                    self._data[kind] = data
+                    self._loading.add(kind)
+                    settle_heap()
+                    result = self.on_update(self.snapshot(), self.status())
+                    if asyncio.iscoroutine(result):
+                        await result
+        finally:
+            self._loading.discard(kind)
         return data
 
     def _failed(self, kind: str, exc: BaseException) -> None:
@@ -348,6 +349,7 @@ class Poller:
             slurm_version=self._version,
             errors=errors,
             simulated=self._caps.simulated,
+            loading=tuple(sorted(self._loading)),
         )
 
     def next_wake(self, *, cluster_busy: bool = False) -> float:

@@ -1,6 +1,6 @@
-"""cockpit.heap.built_outside_gc: a big container built in the block is frozen as the
-block ends (no young collection walks it), young garbage from before the block is
-collected first, automatic collection is off inside and restored after, and small
+"""cockpit.heap.built_outside_gc: a big container built in the block moves to the oldest
+generation as the block ends (no young collection walks it), young garbage from before
+the block is collected first, automatic collection is off inside and restored after, and small
 containers are left alone. The tables that build with it keep long int orders in an
 array the GC never walks. heap.untracked takes a tuple of untracked records (the job
 and node stores' values) out of every collection. heap.one_malloc_arena has every
@@ -27,32 +27,33 @@ from cockpit.tui.rows import job_row
 
 
 @pytest.fixture(autouse=True)
-def _thawed():
-    gc.unfreeze()
+def _enabled():
     yield
-    gc.unfreeze()  # what the tests froze goes back to the collector's generations
     gc.enable()
 
 
 def _tracked_young(obj) -> bool:
-    return any(o is obj for o in gc.get_objects())  # the frozen are in no generation
+    return any(o is obj for g in (0, 1) for o in gc.get_objects(g))
 
 
-def test_a_big_container_built_in_the_block_is_frozen():
+def _oldest(obj) -> bool:
+    return any(o is obj for o in gc.get_objects(2))
+
+
+def test_a_big_container_built_in_the_block_moves_to_the_oldest_generation():
     with heap.built_outside_gc(heap.BIG):
         assert not gc.isenabled()
         big = [object() for _ in range(heap.BIG)]
+        assert _tracked_young(big)
     assert gc.isenabled()
-    assert gc.get_freeze_count() > 0
-    assert gc.is_tracked(big) and not _tracked_young(big)
+    assert gc.is_tracked(big) and not _tracked_young(big) and _oldest(big)
 
 
 def test_below_big_the_block_changes_nothing():
     with heap.built_outside_gc(heap.BIG - 1):
         assert gc.isenabled()
         small = [object()]
-    assert gc.get_freeze_count() == 0
-    assert _tracked_young(small)
+    assert _tracked_young(small) and not _oldest(small)
 
 
 class _Cycle:
@@ -130,7 +131,7 @@ def test_untracked_takes_a_tuple_of_untracked_entries_out_of_every_collection():
     jobs = tuple(Job(job_id=i, name=f"j{i}") for i in range(heap.BIG))
     assert gc.is_tracked(jobs) and not gc.is_tracked(jobs[0])  # what CPython leaves until a collection
     assert heap.untracked(jobs) is jobs
-    assert not gc.is_tracked(jobs) and not _tracked_young(jobs)
+    assert not gc.is_tracked(jobs) and not _tracked_young(jobs) and not _oldest(jobs)
     gc.collect()  # a full collection neither walks nor frees it: it stays whole, freed by refcount
     assert len(jobs) == heap.BIG and jobs[-1].name == f"j{heap.BIG - 1}"
 
@@ -156,14 +157,14 @@ def test_the_job_and_node_stores_hand_out_untracked_tuples_of_untracked_records(
         assert not any(map(gc.is_tracked, values)), name  # the promise untracked() relies on
 
 
-def test_cyclic_garbage_made_during_the_block_is_collected_not_frozen():
+def test_cyclic_garbage_made_during_the_block_is_collected_not_kept():
     gc.collect()
     with heap.built_outside_gc(heap.BIG):
         garbage = _Cycle()  # what the UI thread makes and drops while a table builds
         gone = weakref.ref(garbage)
         del garbage
         big = [0] * heap.BIG
-    assert gone() is None and gc.is_tracked(big) and not _tracked_young(big)
+    assert gone() is None and gc.is_tracked(big) and not _tracked_young(big) and _oldest(big)
 
 
 _ARENAS = r'''

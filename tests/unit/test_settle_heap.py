@@ -1,14 +1,25 @@
-"""The poller's heap settling (cockpit.core.poller.settle_heap): what is alive is frozen
-(no collection walks it), and cyclic garbage that was frozen is freed at the next thaw,
-whose schedule follows what the last one cost (not an hour later)."""
+"""The poller's heap settling (cockpit.core.poller.settle_heap): the program is frozen
+once, at the first call, and no later collection walks it, a thaw included; what is alive
+after moves to the oldest generation (no young collection walks it), and its cyclic
+garbage is freed at the next thaw, whose schedule follows what the last one cost."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
+import pytest
+
+from cockpit import heap
 from cockpit.core import poller
 from cockpit.core.poller import settle_heap
+
+
+@pytest.fixture(autouse=True)
+def _thresholds():
+    old = gc.get_threshold()
+    yield
+    gc.set_threshold(*old)
 
 
 class Node:
@@ -22,33 +33,60 @@ def pair() -> tuple[Node, Node]:
     return a, b
 
 
-def test_what_is_alive_is_frozen():
+def _in(obj, objects) -> bool:
+    return any(o is obj for o in objects)
+
+
+def _thaw_now(monkeypatch) -> None:
+    monkeypatch.setattr(poller, "_next_thaw", 0.0)  # the thaw is due
+    monkeypatch.setattr(poller, "_last_input", -poller.math.inf)  # and nobody is at the keys
+    settle_heap()
+
+
+def test_the_program_is_frozen_at_the_first_call_and_no_thaw_walks_it(monkeypatch):
+    monkeypatch.setattr(heap, "_program", [False])  # this process has not frozen its program yet
+    program = Node()
+    program.other = program  # a cycle: tracked, walked by every full collection
+    assert _in(program, gc.get_objects())
+    settle_heap()
+    assert heap.program_frozen()
+    frozen = gc.get_freeze_count()
+    assert not _in(program, gc.get_objects()), "frozen: in no generation"
+    _thaw_now(monkeypatch)
+    assert not _in(program, gc.get_objects()), "the thaw did not walk the program"
+    assert gc.get_freeze_count() >= frozen and program.other is program
+    # full collections are the thaw's alone; young ones every YOUNG_THRESHOLD allocations
+    assert gc.get_threshold()[0] == poller.YOUNG_THRESHOLD and gc.get_threshold()[2] == heap.NEVER
+
+
+def test_what_is_alive_after_moves_to_the_oldest_generation():
+    settle_heap()  # the program: frozen, where this process had not yet
     keep = Node()
     keep.other = keep
-    assert any(o is keep for o in gc.get_objects())
-    settle_heap()  # alive: frozen, so no later collection walks it
-    assert not any(o is keep for o in gc.get_objects()) and keep.other is keep
+    assert _in(keep, gc.get_objects(0))
+    settle_heap()  # alive: in the oldest generation, which no young collection walks
+    assert _in(keep, gc.get_objects(2)) and not _in(keep, gc.get_objects(0)) and not _in(keep, gc.get_objects(1))
+    assert keep.other is keep
 
 
-def test_frozen_cyclic_garbage_is_freed_at_the_next_thaw_and_the_next_is_scheduled(monkeypatch):
+def test_cyclic_garbage_in_the_oldest_generation_is_freed_at_the_next_thaw_and_the_next_is_scheduled(monkeypatch):
     settle_heap()
     poller.reset_heap_settling()  # the next thaw THAW_EVERY_MIN from now
     a, _ = pair()
     gone = weakref.ref(a)
-    settle_heap()  # alive at this freeze
-    del a, _  # now garbage, but frozen: no young collection reaches it
+    settle_heap()  # alive at this poll: it moves to the oldest generation
+    del a, _  # now garbage, but no young collection reaches it
     settle_heap()
-    assert gone() is not None, "frozen garbage waits for the thaw"
-    monkeypatch.setattr(poller, "_next_thaw", 0.0)  # the thaw is due
-    monkeypatch.setattr(poller, "_last_input", -poller.math.inf)  # and nobody is at the keys
+    assert gone() is not None, "garbage in the oldest generation waits for the thaw"
     before = poller.time.monotonic()
-    settle_heap()
-    assert gone() is None, "the thaw freed the frozen garbage"
+    _thaw_now(monkeypatch)
+    assert gone() is None, "the thaw freed it"
     # the next thaw: at least THAW_EVERY_MIN away, and at most THAW_EVERY_MAX
     assert before + poller.THAW_EVERY_MIN <= poller._next_thaw <= poller.time.monotonic() + poller.THAW_EVERY_MAX
 
 
 def test_a_costly_thaw_is_scheduled_further_away(monkeypatch):
+    settle_heap()  # the program frozen first (it reads no clock)
     clock = iter([0.0, 0.5])  # perf_counter: this thaw "took" 0.5 s
     monkeypatch.setattr(poller.time, "perf_counter", lambda: next(clock))
     monkeypatch.setattr(poller, "_next_thaw", 0.0)
@@ -60,13 +98,15 @@ def test_a_costly_thaw_is_scheduled_further_away(monkeypatch):
 
 
 def test_a_due_thaw_waits_for_a_quiet_moment_but_not_past_thaw_defer_max(monkeypatch):
-    """A thaw holds the UI thread (0.4 s at 500k jobs): while keys are being pressed a
-    due one waits, THAW_QUIET seconds after the last, and at most THAW_DEFER_MAX."""
+    """A thaw holds the UI thread: while keys are being pressed a due one waits,
+    THAW_QUIET seconds after the last, and at most THAW_DEFER_MAX."""
+    settle_heap()  # the program frozen first
     now = [1000.0]
     monkeypatch.setattr(poller.time, "monotonic", lambda: now[0])
     thaws = []
-    real_unfreeze = gc.unfreeze
-    monkeypatch.setattr(poller.gc, "unfreeze", lambda: (thaws.append(now[0]), real_unfreeze()))
+    real_collect = gc.collect
+    monkeypatch.setattr(poller.gc, "collect", lambda generation=2: (
+        thaws.append(now[0]) if generation == 2 else None, real_collect(generation))[1])
     monkeypatch.setattr(poller, "_next_thaw", 1000.0)  # due now
     poller.note_input()  # a key at 1000.0
     settle_heap()
@@ -87,16 +127,6 @@ def test_a_due_thaw_waits_for_a_quiet_moment_but_not_past_thaw_defer_max(monkeyp
     poller.note_input()
     settle_heap()
     assert thaws[1:] == [due + poller.THAW_DEFER_MAX]
-
-
-def test_the_young_generation_is_collected_every_young_threshold_allocations():
-    old = gc.get_threshold()
-    try:
-        gc.set_threshold(700, *old[1:])
-        settle_heap()
-        assert gc.get_threshold() == (poller.YOUNG_THRESHOLD, *old[1:])
-    finally:
-        gc.set_threshold(*old)
 
 
 def test_the_records_a_queue_has_hundreds_of_thousands_of_are_not_tracked():
@@ -138,11 +168,11 @@ def test_nodes_from_the_parse_worker_share_their_frozensets():
     assert got[0].unknown is got[2].unknown
 
 
-def test_garbage_that_outlived_a_young_collection_is_freed_not_frozen():
+def test_garbage_that_outlived_a_young_collection_is_freed_at_the_next_poll():
     settle_heap()
     a, _ = pair()
     gone = weakref.ref(a)
-    gc.collect(0)  # alive then: it moves on to an older generation
+    gc.collect(0)  # alive then: it moves on to the middle generation
     del a, _
-    settle_heap()  # the young collection alone left it, and the freeze kept it until a thaw
+    settle_heap()  # the poll's collection takes the middle generation too
     assert gone() is None
