@@ -399,6 +399,9 @@ class ClusterSnapshot:
     slurm_version: str = ""
     errors: tuple[str, ...] = ()
     simulated: bool = False
+    # Kinds whose first load is still arriving: their data here is the part read so far
+    # (cockpit.core.poller publishes a big first load in parts).
+    loading: tuple[str, ...] = ()
 
     def node(self, name: str) -> Node | None:
         for n in self.nodes:

@@ -120,3 +120,40 @@ def test_gpu_rows_are_rebuilt_only_for_nodes_whose_holders_changed():
     assert again.keys() == first.keys()
     assert again["gpu01:0"].values[5] == "zed" and again["gpu01:0"] is not first["gpu01:0"]
     assert all(again[k] is first[k] for k in first if not k.startswith("gpu01:"))  # reused, not rebuilt
+
+
+async def test_a_hidden_pulse_waits_for_the_whole_first_load(monkeypatch):
+    """A big first load is published in parts (snapshot.loading names the kind). The
+    Pulse computes over every job so far, and its extras rebuild the jobs table: off
+    screen it skips the parts and computes the whole load, or the part it has when
+    shown. On screen it follows each part."""
+    from cockpit.tui.widgets import pulse as pulse_mod
+
+    computed: list = []
+    real = pulse_mod.compute
+    monkeypatch.setattr(pulse_mod, "compute", lambda snap, *a, **kw: (computed.append(snap), real(snap, *a, **kw))[1])
+    app = make_app(FakeBackend())
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        whole = app.snapshot
+        part = dataclasses.replace(whole, jobs=whole.jobs[:1], loading=("jobs",))
+        computed.clear()
+        app.main.update_snapshot(part)
+        await settle(pilot, app)
+        assert app.main.active_table().row_count == 1, "the view on screen shows the part"
+        assert computed == [], "the hidden Pulse did not compute the part"
+        await pilot.press("1")
+        await settle(pilot, app)
+        assert computed and computed[-1] is part, "shown, it computes what it has"
+        computed.clear()
+        app.main.update_snapshot(dataclasses.replace(part, jobs=whole.jobs[:2]))
+        await settle(pilot, app)
+        assert len(computed) == 1 and len(computed[0].jobs) == 2, "on screen, it follows each part"
+        await pilot.press("5")
+        await settle(pilot, app)
+        computed.clear()
+        app.main.update_snapshot(whole)
+        await settle(pilot, app)
+        assert computed == [whole], "the whole load is computed, shown or not"

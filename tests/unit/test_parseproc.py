@@ -160,9 +160,26 @@ class StreamingBackend:
 async def test_poller_publishes_partial_results_of_a_stream_at_once():
     jobs = parse_squeue(SQUEUE.read_bytes())
     seen = []
-    poller = Poller(StreamingBackend(jobs), lambda snap, status: seen.append(len(snap.jobs)))
+    poller = Poller(StreamingBackend(jobs), lambda snap, status: seen.append((len(snap.jobs), snap.loading)))
     await poller.poll_once()
-    assert seen == [1, len(jobs)] and poller.polls == 1
+    # a part says its kind is still loading (the hidden Pulse waits for the whole)
+    assert seen == [(1, ("jobs",)), (len(jobs), ())] and poller.polls == 1
+
+
+class _FailsHalfway(StreamingBackend):
+    async def stream_jobs(self):
+        yield self.jobs[:1], False
+        raise CommandFailed(["squeue"], 1, "slurm_load_jobs error: Socket timed out")
+
+
+async def test_a_stream_that_fails_halfway_is_no_longer_loading():
+    jobs = parse_squeue(SQUEUE.read_bytes())
+    seen = []
+    poller = Poller(_FailsHalfway(jobs), lambda snap, status: seen.append((len(snap.jobs), snap.loading)))
+    await poller.poll_once()
+    assert seen[0] == (1, ("jobs",))
+    assert seen[-1] == (0, ()), "the part is dropped, and nothing says it is still loading"
+    assert poller.status().kinds["jobs"].error
 
 
 # -- the worker runs the command itself: the output never enters the UI process ------

@@ -95,6 +95,11 @@ class PulseView(Vertical):
     # -- inputs ---------------------------------------------------------
     def set_snapshot(self, snap: ClusterSnapshot, visible: bool) -> None:
         self._pending = snap  # read by the worker, not passed to it: see TableView._build
+        if snap.loading and not visible:
+            # A part of a big first load, with the Pulse not on screen: it is computed from
+            # the whole load (or when shown). Each part cost a pass over every job so far, and
+            # its extras a rebuild of the jobs table, in threads that the keys wait behind.
+            return
         self._compute(visible)
 
     def set_inputs(self, *, telemetry: dict | None = None, outputs: dict | None = None, visible: bool = False) -> None:
@@ -125,7 +130,9 @@ class PulseView(Vertical):
         self.controller.display = bool(line)
 
     def show_if_dirty(self) -> None:
-        if self._data is not None:
+        if self._pending is not None:  # a part of a first load, left while hidden
+            self._compute(True)
+        elif self._data is not None:
             self._show(self._data)
 
     def set_filter(self, text: str) -> str:
