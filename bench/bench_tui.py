@@ -545,7 +545,7 @@ class _Repaints:
         me = self
 
         def update(screen):
-            dirty = collections.Counter(type(w).__name__ for w in screen._dirty_widgets)
+            dirty = collections.Counter(type(w).__name__ + (f"#{w.id}" if w.id else "") for w in screen._dirty_widgets)
             layout = screen._layout_required
             c = time.thread_time()
             try:

@@ -157,3 +157,27 @@ async def test_a_hidden_pulse_waits_for_the_whole_first_load(monkeypatch):
         app.main.update_snapshot(whole)
         await settle(pilot, app)
         assert computed == [whole], "the whole load is computed, shown or not"
+
+
+async def test_the_status_line_is_repainted_only_when_its_text_changes(monkeypatch):
+    backend = FakeBackend()
+    app = make_app(backend)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        view = app.main.views["jobs"]
+        shown: list = []
+        real = view.status_line.update
+        monkeypatch.setattr(view.status_line, "update", lambda text, **kw: (shown.append(text.plain), real(text, **kw)))
+        jobs = list(backend.jobs)
+        n = len(jobs)
+        jobs[0] = record_replace(jobs[0], name="renamed")  # a row changes, the count does not
+        backend.jobs = tuple(jobs)
+        builds = view.builds
+        await refresh(pilot, app)
+        assert view.builds > builds and shown == [], "the same text: no repaint"
+        backend.jobs = tuple(jobs[1:])  # one job fewer: the count changes
+        await refresh(pilot, app)
+        assert len(shown) == 1 and shown[0].startswith(f" Jobs: {n - 1}")
+        assert f"Jobs: {n - 1}" in screen_text(app)

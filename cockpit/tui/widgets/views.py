@@ -49,6 +49,7 @@ class TableView(Vertical):
         self.cell_width = width
         self.table = VTable(self.schema.columns, clock=clock, cap=width, target_kind=self.target_kind, id=f"table-{self.kind}")
         self.status_line = Static("", classes="view-status")
+        self._status_shown: Text | None = None  # what status_line shows
         self.snapshot: ClusterSnapshot | None = None
         self.telemetry: R.Mapping = {}
         self.query_text = ""
@@ -166,7 +167,11 @@ class TableView(Vertical):
         return t
 
     def show_status(self) -> None:
-        self.status_line.update(self.status_text(), layout=False)  # height 1 by CSS: a re-layout is ~15 ms
+        text = self.status_text()
+        if text == self._status_shown:  # most refreshes: the same count; a repaint was ~2 ms of the UI thread at 500k
+            return
+        self._status_shown = text
+        self.status_line.update(text, layout=False)  # height 1 by CSS: a re-layout is ~15 ms
 
     def on_vtable_marks_changed(self, event: VTable.MarksChanged) -> None:
         event.stop()
