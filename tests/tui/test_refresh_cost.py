@@ -181,3 +181,30 @@ async def test_the_status_line_is_repainted_only_when_its_text_changes(monkeypat
         await refresh(pilot, app)
         assert len(shown) == 1 and shown[0].startswith(f" Jobs: {n - 1}")
         assert f"Jobs: {n - 1}" in screen_text(app)
+
+
+async def test_a_clock_tick_repaints_only_the_lines_whose_elapsed_time_reads_otherwise(monkeypatch):
+    now = [float(NOW)]
+    app = make_app(FakeBackend(), clock=lambda: now[0])
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await settle(pilot, app)
+        table = app.main.active_table()
+        monkeypatch.setattr(vtable, "LIVE_REPAINT", 0.0)
+        top = int(table.scroll_y)
+        on_screen = list(table.data.order[top:top + table.size.height - 1])
+        texts = {k: table._row_texts(table.data.rows[k], now[0]) for k in on_screen}
+        repainted = spy_repaints(monkeypatch)
+        now[0] += 2  # "2h00m" still reads 2h00m; only an elapsed time under an hour shows seconds
+        app._tick()
+        await pilot.pause()
+        assert () not in repainted, "no whole-table repaint"
+        moved = {k for k in on_screen if table._row_texts(table.data.rows[k], now[0]) != texts[k]}
+        lines = sorted(r[0].y for r in repainted if r)
+        assert lines == sorted(on_screen.index(k) + 1 for k in moved)
+        assert len(moved) < len(on_screen), "the fake queue has jobs over an hour old"
+        now[0] += 65
+        app._tick()
+        await settle(pilot, app)
+        assert "2h01m" in screen_text(app)
