@@ -123,6 +123,45 @@ def test_the_largest_running_jobs_are_taken_bucket_by_bucket():
     assert set(index.running) == set(range(1, 11)) and all(len(b) for b in index.by_gpus.values())
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(1, 60), st.sampled_from(("RUNNING", "PENDING")), st.integers(0, 8),
+                                   st.integers(0, 1)), max_size=40), min_size=1, max_size=12),
+       st.integers(1, 6))
+def test_the_largest_running_jobs_follow_what_changed_as_a_full_pass_finds_them(snapshots, cap):
+    """largest_running keeps a buffer of the largest (GPU count, job id) keys instead of
+    a heapq.nlargest over every running job each refresh: through random snapshots
+    (jobs that start, end, change GPU count, come back), and caps that change, it
+    answers as the full pass does."""
+    index = JobIndex()
+    for i, spec in enumerate(snapshots):
+        # a renamed job is indexed again under the same key
+        jobs = list({jid: job(jid, state, 0, 2 * jid + renamed, jid % 4, gpus, 1000)
+                     for jid, state, gpus, renamed in spec}.values())
+        index.update(jobs)
+        ask = cap if i % 3 else cap + 1  # another cap now and then: built again
+        want = heapq.nlargest(ask, (j for j in jobs if j.state == "RUNNING" and j.nodes),
+                              key=lambda j: (j.gpu_count, j.job_id))
+        assert index.largest_running(ask) == want
+
+
+def test_the_largest_running_jobs_are_not_looked_for_among_every_running_job(monkeypatch):
+    """Once built, a refresh that starts and ends a few jobs reads no bucket whole."""
+    index = JobIndex()
+    jobs = [job(i, "RUNNING", 0, i, i % 4, 2, 1000) for i in range(1, 2001)]
+    index.update(jobs)
+    assert [j.job_id for j in index.largest_running(10)] == list(range(2000, 1990, -1))
+    calls = []
+    real = heapq.nlargest
+    monkeypatch.setattr(heapq, "nlargest", lambda *a, **kw: (calls.append(a[0]), real(*a, **kw))[1])
+    for k in range(5):  # ten new jobs, and five of the largest end (of 20 kept beyond the 10 asked)
+        jobs = [j for j in jobs if j.job_id not in (2000 + 10 * k, 1999 - k)]
+        jobs += [job(3000 + 10 * k + n, "RUNNING", 0, n, n % 4, 2, 1000) for n in range(10)]
+        index.update(jobs)
+        want = heapq.nlargest(10, jobs, key=lambda j: (j.gpu_count, j.job_id))
+        calls.clear()
+        assert index.largest_running(10) == want and calls == []
+
+
 def test_the_running_jobs_indexes_are_dicts_a_full_collection_need_not_walk():
     """settle_heap's thaw walks every tracked container: at 500k jobs the (user, name)
     index (tuple keys, a set for a repeated name) and the GPU-count sets were ~300k
