@@ -104,6 +104,22 @@ async def test_workers_are_not_given_snapshots():
             assert not any(isinstance(a, ClusterSnapshot) for a in given), (w.group, w.name)
 
 
+def test_the_gpu_views_rows_by_node_leave_the_collectors_walks():
+    """What the GPU view keeps per node between refreshes is tuples of untracked records,
+    which a collection untracks: a list per node kept 20k lists (166k references) in
+    every thaw's walk at 20k nodes (bench_tui --view gpus, BENCH_BREAKDOWN=1)."""
+    from cockpit.tui.widgets.views import GpusView
+
+    from .fakes import small_cluster
+
+    nodes, jobs, parts, topo = small_cluster()
+    view = GpusView(clock=lambda: NOW)
+    view.build_rows(ClusterSnapshot(nodes=nodes, partitions=parts, jobs=jobs, topology=topo, fetched_at=NOW))
+    gc.collect()  # untracks the tuples of records; the next, the tuples of those tuples
+    gc.collect()
+    assert view._node_rows and not any(map(gc.is_tracked, view._node_rows.values()))
+
+
 def test_gpu_rows_are_rebuilt_only_for_nodes_whose_holders_changed():
     from cockpit.tui.widgets.views import GpusView
 

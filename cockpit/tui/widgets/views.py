@@ -266,7 +266,10 @@ class GpusView(TableView):
 
     def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
-        self._node_rows: dict[str, tuple[Any, tuple, tuple, list[Any]]] = {}
+        # node name -> (node, its GPUs' holders, their readings, its rows): tuples of untracked
+        # records, which a collection untracks (a list per node kept 20k lists, with 166k
+        # references, in every thaw's walk at 20k nodes)
+        self._node_rows: dict[str, tuple[Any, tuple, tuple, tuple[Any, ...]]] = {}
 
     def mount_panel(self, panel: Any) -> None:
         """Show ``panel`` (live telemetry's status) above the table."""
@@ -290,7 +293,7 @@ class GpusView(TableView):
             if hit is not None and (hit[0] is node or hit[0] == node) and hit[1] == held and hit[2] == seen:
                 rows = hit[3]
             else:
-                rows = gpu_rows(node, holders, tel)
+                rows = tuple(gpu_rows(node, holders, tel))
             new[node.name] = (node, held, seen, rows)
             out.extend(rows)
         self._node_rows = new
