@@ -144,7 +144,6 @@ def untracked(values: tuple[Any, ...]) -> tuple[Any, ...]:
     return values
 
 
-
 # gen-1 collections before an automatic full one: never. Once the program is frozen,
 # a full collection runs only when the poller's settle_heap schedules its thaw.
 NEVER = 1 << 30

@@ -39,8 +39,8 @@ from cockpit.tui.widgets.vtable_draw import MARK, VTableDrawing, contrast
 
 __all__ = ["LIVE_REPAINT", "MARK", "ROW_STYLES", "VTable", "contrast"]
 
-# Seconds between repaints of cells that show the clock (a job's elapsed time) when
-# nothing else repaints them: a whole-table repaint is ~10 ms of the UI thread.
+# Seconds between looks at the cells that show the clock (a job's elapsed time) when
+# nothing else repaints them: the lines on screen whose text changed are repainted.
 LIVE_REPAINT = 5.0
 ROW_STYLES = ("running", "pending", "bad", "idle", "mixed", "alloc", "drain", "down", "idlegpu")
 
