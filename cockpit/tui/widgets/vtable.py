@@ -305,7 +305,7 @@ class VTable(VTableDrawing, ScrollView, can_focus=True):
             self.scroll_to(y=pos - body + 1, animate=False, immediate=True)
         if int(self.scroll_y) != top:
             self.refresh()  # scrolled: every line changes
-        else:
+        elif pos != old or self._cursor_key != old_key:  # not moved: no screen update (each refresh's set_data)
             self._refresh_row(old)
             self._refresh_row(pos)
 

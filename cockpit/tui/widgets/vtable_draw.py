@@ -88,14 +88,14 @@ class VTableDrawing:
         return got
 
     def _cells(self, texts: Sequence[str], style: Style, gutter: str = " ") -> list[Segment]:
-        segs = [Segment(gutter, style)]
+        """The line's cells as placed, in one segment (the whole line has one style)."""
+        parts = [gutter]
         for p in self._layout.placed:
             col = self.columns[p.index]
             t = truncate(texts[p.index], p.width)
             pad = p.width - len(t) if t.isascii() else p.width - Segment(t).cell_length
-            t = (" " * pad + t) if col.align == "right" else (t + " " * pad)
-            segs.append(Segment(t + " ", style))
-        return segs
+            parts.append((" " * pad + t + " ") if col.align == "right" else (t + " " * pad + " "))
+        return [Segment("".join(parts), style)]
 
     def _header(self) -> list[Segment]:
         lay = self._layout
@@ -130,7 +130,7 @@ class VTableDrawing:
         base = self._base_style or self.rich_style
         if y == 0:
             segs = self._header()
-            return Strip(segs).crop(0, width).extend_cell_length(width, segs[0].style if segs else base)
+            return Strip(segs).crop(0, width).extend_cell_length(width, segs[0].style if segs else base).simplify()
         pos = scroll_y + y - 1
         if pos >= self.row_count:
             return Strip.blank(width, base)
@@ -148,13 +148,16 @@ class VTableDrawing:
         drawn = self._drawn.get(key)
         lay = self._layout
         if drawn is not None and drawn[0] is row and drawn[2] == style and drawn[1] == texts and drawn[4] is lay:
-            strip = drawn[3]  # a Strip keeps its recent crops: unchanged lines cost a lookup
+            strip = drawn[3]  # unchanged lines cost a lookup
         else:
+            # One segment across the width: Textual's compositor, its filters and the
+            # terminal writer work per segment (one a column was ~10% more per line).
             strip = Strip(self._cells(texts, style, MARK if marked else " "))
+            strip = strip.crop(0, width).extend_cell_length(width, style).simplify()
             if len(self._drawn) > 4 * max(self.size.height, 50):
                 self._drawn.clear()  # only what is on screen is worth keeping
             self._drawn[key] = (row, texts, style, strip, lay)
-        return strip.crop(0, width).extend_cell_length(width, style)
+        return strip.crop(0, width).extend_cell_length(width, style)  # the same strip while the width holds
 
     def cut_while_free(self) -> list[str]:
         """Labels of the columns drawn narrower than their cells while the line has room
