@@ -28,7 +28,7 @@ import heapq
 from array import array
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
-from itertools import compress, islice
+from itertools import chain, compress, islice
 from operator import is_not
 from typing import Any
 
@@ -208,13 +208,10 @@ class LiveTable:
         rows = self._rows
         self._shared = True
         if self._field is not None:
-            present = self._present[::-1] if self._reverse else self._present
-            order = _packed(present + self._missing)
+            order = _packed(self._present, self._reverse, self._missing)
         else:
             keys = list(rows) if self._pred is None else list(filter(self._kept.__contains__, rows))
-            if self._reverse:
-                keys.reverse()
-            order = _packed(keys)
+            order = _packed(keys, self._reverse)
         return TableData(rows, order, Positions(order), len(rows), tuple(self._widths))
 
 
@@ -254,17 +251,24 @@ def find_changes(objects: Sequence[Any], key: Callable[[Any], Any], objs: dict[A
     return changed, rebuilt, removed
 
 
-def _packed(keys: list[Any]) -> Sequence[Any]:
-    """The order as the table keeps it: a long order of int keys (job ids) as an
-    ``array('q')``, 8 bytes a key and nothing the cyclic GC walks (a 500k-key tuple
-    was walked by every young collection until frozen, and by every thaw: three
-    passes over half a million objects); other keys (node names) as a tuple."""
-    if len(keys) >= BIG:
+def _packed(keys: list[Any], reverse: bool = False, last: Sequence[Any] = ()) -> Sequence[Any]:
+    """The order as the table keeps it: ``keys`` (reversed when ``reverse``), then
+    ``last``. A long order of int keys (job ids) as an ``array('q')``, 8 bytes a key
+    and nothing the cyclic GC walks (a 500k-key tuple was walked by every young
+    collection until frozen, and by every thaw: three passes over half a million
+    objects); other keys (node names) as a tuple. Made from the lists themselves,
+    reversed and extended in place: no reversed copy or concatenation of every key
+    first (two more 500k-key lists a refresh at 500k jobs)."""
+    if len(keys) + len(last) >= BIG:
         try:
-            return array("q", keys)
+            order = array("q", keys)
+            if reverse:
+                order.reverse()
+            order.extend(last)
+            return order
         except (TypeError, OverflowError):
             pass
-    return tuple(keys)
+    return tuple(chain(reversed(keys) if reverse else keys, last))
 
 
 def _chunked_sort(items: list[tuple]) -> list[tuple]:

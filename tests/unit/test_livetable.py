@@ -4,6 +4,7 @@ rebuild, and a refresh rebuilds only the rows whose object changed."""
 from __future__ import annotations
 
 import random
+from array import array
 
 import pytest
 
@@ -54,8 +55,10 @@ def mutate(rng, jobs, next_id):
     ("", None, False), ("", None, True), ("state:running,pending", None, False), ("", 5, False),
     ("", 11, True), ("u3", 4, False), ("-state:failed partition:a", 11, False), ("", 0, True),
 ])
-def test_incremental_updates_match_a_full_rebuild(query, field, reverse, monkeypatch):
+@pytest.mark.parametrize("packed", [False, True], ids=["tuple", "array"])
+def test_incremental_updates_match_a_full_rebuild(query, field, reverse, packed, monkeypatch):
     monkeypatch.setattr(livetable, "SORT_CHUNK", 7)  # exercise the chunked sort and merge
+    monkeypatch.setattr(livetable, "BIG", 1 if packed else 10**9)  # the order as an array('q'), or a tuple
     rng = random.Random(hash((query, field, reverse)) & 0xFFFF)
     jobs = make_jobs(rng, 60)
     next_id = 61
@@ -63,6 +66,7 @@ def test_incremental_updates_match_a_full_rebuild(query, field, reverse, monkeyp
     live.configure(query, compile_query(query, JOB_SCHEMA.fields, JOB_SCHEMA.aliases), field, reverse)
     for _ in range(40):
         data = live.update(tuple(jobs))
+        assert isinstance(data.order, array) == (packed and bool(jobs))
         assert list(data.order) == expected_order(jobs, query, field, reverse)
         assert set(data.rows) == {j.job_id for j in jobs} and data.total == len(jobs)
         assert all(data.index[k] == i for i, k in enumerate(data.order))
