@@ -64,13 +64,20 @@ def test_incremental_updates_match_a_full_rebuild(query, field, reverse, packed,
     next_id = 61
     live = LiveTable(job_row, lambda j: j.job_id)
     live.configure(query, compile_query(query, JOB_SCHEMA.fields, JOB_SCHEMA.aliases), field, reverse)
+    handed = []
     for _ in range(40):
         data = live.update(tuple(jobs))
         assert isinstance(data.order, array) == (packed and bool(jobs))
         assert list(data.order) == expected_order(jobs, query, field, reverse)
-        assert set(data.rows) == {j.job_id for j in jobs} and data.total == len(jobs)
-        assert all(data.index[k] == i for i, k in enumerate(data.order))
+        assert set(data.rows) == {j.job_id for j in jobs} and data.total == len(jobs) == len(data.rows)
+        assert all(data.rows[j.job_id].obj == j and data.rows.get(j.job_id).obj == j for j in jobs)  # equal: rebuilt ones keep the old
+        assert data.rows.get(next_id) is None and next_id not in data.rows  # a key never seen, or gone
+        some = set(list(data.rows)[:3])
+        assert {next_id, *some} & data.rows.keys() == some  # what VTable.set_data does with its marks
+        handed.append((data, {k: data.rows[k] for k in data.rows}))
         jobs, next_id = mutate(rng, jobs, next_id)
+    for data, rows in handed:  # every table handed out still reads as it did
+        assert {k: data.rows[k] for k in data.rows} == rows and len(data.rows) == len(rows)
 
 
 def test_only_changed_rows_are_rebuilt_and_rows_keep_identity():
@@ -121,6 +128,43 @@ def test_data_handed_out_stays_as_it_was_and_positions_are_found_when_asked():
     assert [first.index.get(k) for k in first.order] == list(range(len(first.order)))
     assert first.index.get("no such key") is None and "no such key" not in first.index
     assert {k: first.index[k] for k in first.order} == {k: i for i, k in enumerate(first.order)}
+
+
+def test_a_refresh_hands_out_its_changes_over_the_rows_it_shares_until_they_reach_an_eighth(monkeypatch):
+    """1% of the rows changing: a table's rows are the last full copy under the changes
+    since, not a copy of every row each refresh; an eighth changed makes a new copy."""
+    copies = []
+    real_dict = dict
+
+    class CountingDict(real_dict):  # dict(rows) in livetable: a copy of every row
+        def __init__(self, *a, **kw):
+            if a and len(a[0]) >= 1000:
+                copies.append(len(a[0]))
+            super().__init__(*a, **kw)
+
+    monkeypatch.setattr(livetable, "dict", CountingDict, raising=False)
+    rng = random.Random(3)
+    jobs = make_jobs(rng, 2000)
+    lt = LiveTable(job_row, lambda j: j.job_id)
+    base = lt.update(jobs).rows
+    assert copies == [2000]
+    next_id, changed, compacted_at = 2001, set(), []
+    for i in range(20):
+        for _ in range(20):  # 20 of 2000 jobs change: 1%
+            k = rng.randrange(len(jobs))
+            jobs[k] = record_replace(jobs[k], name=f"renamed-{next_id}")
+            changed.add(jobs[k].job_id)
+            next_id += 1
+        data = lt.update(list(jobs))
+        if len(changed) * 8 <= 2000:
+            assert len(copies) == 1 + len(compacted_at), i
+            assert data.rows.base is base and set(data.rows.top) == changed  # shared: only the changes are new
+        else:
+            compacted_at.append(i)
+            assert len(copies) == 1 + len(compacted_at) and type(data.rows) is CountingDict  # a new full copy
+            base, changed = data.rows, set()
+        assert all(data.rows[j.job_id].obj is j for j in jobs)
+    assert copies == [2000, 2000] and 10 <= compacted_at[0] <= 14  # ~250 rows changed: an eighth of 2000, once
 
 
 def _every_kind_of_job():
