@@ -19,7 +19,9 @@ Per refresh, with 100k jobs of which 1% changed:
 * the sorted order is kept as a list maintained with ``bisect`` (ties broken by
   the row key, so every position is unique); a full re-sort (a new sort column
   or filter, or a refresh that changed most rows) sorts in chunks and merges
-  them, so no single C call holds the GIL for long while keys wait.
+  them, so no single C call holds the GIL for long while keys wait;
+* the table handed out shares every unchanged row with the one before
+  (rows.Layered): the rows are copied whole only once an eighth of them changed.
 """
 
 from __future__ import annotations
@@ -222,7 +224,7 @@ class LiveTable:
         of the rows they become a new base, one copy of every row (at 1% of the jobs
         changing a refresh: one refresh in ~12, where each refresh copied them all)."""
         rows = self._rows
-        if len(self._top) * COMPACT_SHARE > len(rows) or not self._base and rows:
+        if len(self._top) * COMPACT_SHARE > len(rows):  # (with no base yet, _top holds every row)
             self._base, self._top, self._top_shared = dict(rows), {}, False
         if self._top:
             shown: Mapping[Any, Row] = Layered(self._base, self._top, len(rows))
